@@ -1,0 +1,22 @@
+"""Text in, chunks out: language detection, tree-sitter symbol chunks, line windows.
+
+No I/O beyond the bytes handed in, no database. Public API:
+`chunk_file`, `detect_language`, `is_binary`, `embedding_text`, `Chunk`, `ChunkResult`,
+`ChunkerConfig`, `CHUNKER_VERSION`.
+"""
+
+from .detect import detect_language, is_binary
+from .embedding import embedding_text
+from .model import CHUNKER_VERSION, Chunk, ChunkerConfig, ChunkResult
+from .pipeline import chunk_file
+
+__all__ = [
+    "CHUNKER_VERSION",
+    "Chunk",
+    "ChunkResult",
+    "ChunkerConfig",
+    "chunk_file",
+    "detect_language",
+    "embedding_text",
+    "is_binary",
+]

@@ -1,0 +1,63 @@
+"""`chunk_file`: bytes of one file in, chunks out; the order of decisions lives here.
+
+Refuse binary content; decode; detect the language; then the first rule that applies:
+empty -> no chunks; long lines carry most of the text -> character windows ("minified");
+no symbol query for the language -> line windows ("no grammar"); too big to parse ("too large");
+the parse is mostly ERROR nodes ("parse errors"); otherwise symbol chunks.
+"""
+
+from __future__ import annotations
+
+from .assemble import assemble
+from .detect import detect_language, is_binary
+from .grammars import has_symbols, parser_for
+from .model import ChunkerConfig, ChunkResult
+from .symbols import error_ratio, extract
+from .text import Source, decode
+from .window import is_minified, window_chunks
+
+# Chunks of files whose language is unknown carry this id; ChunkResult.language stays None.
+UNKNOWN_LANGUAGE = "text"
+_HEAD_BYTES = 4096
+
+
+def chunk_file(
+    path: str,
+    data: bytes,
+    config: ChunkerConfig = ChunkerConfig(),  # noqa: B008 - frozen, so sharing it is safe
+    language: str | None = None,
+) -> ChunkResult:
+    """Chunks for the file at `path` (used only to detect the language) holding `data`.
+
+    `language` overrides detection. Never raises on content: binary data is refused with a
+    reason, undecodable bytes are replaced, and anything the parser cannot handle is windowed.
+    """
+    detected = language or detect_language(path, data[:_HEAD_BYTES])
+    if is_binary(data):
+        return ChunkResult(detected, (), refused="binary content (NUL or control bytes)")
+    src = Source(decode(data))
+    if not src.text.strip():
+        return ChunkResult(detected, ())
+    lang = detected or UNKNOWN_LANGUAGE
+    minified = is_minified(src, config)
+    reason = _fallback_reason(src, config, detected, minified)
+    if reason is None:
+        tree = parser_for(lang).parse(src.text.encode("utf-8"))
+        if error_ratio(tree) > config.max_error_ratio:
+            reason = "parse errors"
+        else:
+            chunks = assemble(extract(tree, lang), src, config, lang)
+            return ChunkResult(detected, tuple(chunks))
+    return ChunkResult(detected, tuple(window_chunks(src, config, lang, minified)), fallback=reason)
+
+
+def _fallback_reason(
+    src: Source, config: ChunkerConfig, language: str | None, minified: bool
+) -> str | None:
+    if minified:
+        return "minified"
+    if not has_symbols(language):
+        return "no grammar"
+    if len(src.text) > config.max_parse_chars:
+        return "too large"
+    return None
