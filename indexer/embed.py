@@ -1,0 +1,329 @@
+"""Embedders: the interface the sweep and the search code against, and what they share.
+
+An `Embedder` turns chunk texts into vectors (`embed_documents`, in input order, with a report of
+requests, retries, halvings, truncations and refusals) and a search query into one vector
+(`embed_query`). Its `identity` (provider, model, dimension, document/query prefixes) is what
+`rag_meta` records: a project's index and its queries always share one identity, checked here by
+`ensure_same_model`; `needs_reembed` tells the sweep when a model change means "re-embed all".
+Vectors are plain `list[float]` (what pgvector and JSON take), never numpy arrays.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+from indexer.errors import ConfigError, EmbeddingRefused, InvalidArgument, ModelMismatch
+
+PROVIDER_LOCAL = "local"
+PROVIDER_OLLAMA = "ollama"
+PROVIDERS = (PROVIDER_LOCAL, PROVIDER_OLLAMA)
+DEFAULT_PROVIDER = PROVIDER_LOCAL
+
+# Prefixes some models were trained with (from their model cards). The key is the model's base
+# name: "nomic-embed-text:v1.5" and "library/nomic-embed-text" both match "nomic-embed-text".
+KNOWN_PREFIXES: Mapping[str, tuple[str, str]] = {
+    "nomic-embed-text": ("search_document: ", "search_query: "),
+    "mxbai-embed-large": ("", "Represent this sentence for searching relevant passages: "),
+    "snowflake-arctic-embed": ("", "Represent this sentence for searching relevant passages: "),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class EmbeddingModel:
+    """Who made a project's vectors: recorded in `rag_meta`, compared before every use."""
+
+    provider: str
+    model: str
+    dimension: int
+    document_prefix: str = ""
+    query_prefix: str = ""
+
+    @property
+    def index_key(self) -> tuple[str, str, int, str]:
+        """What the stored vectors depend on. The query prefix is not part of it: changing it
+        changes future queries, not the index."""
+        return (self.provider, self.model, self.dimension, self.document_prefix)
+
+    def describe(self) -> str:
+        """For messages: "ollama nomic-embed-text:v1.5 (768-d)"."""
+        return f"{self.provider} {self.model} ({self.dimension}-d)"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "provider": self.provider,
+            "model": self.model,
+            "dimension": self.dimension,
+            "document_prefix": self.document_prefix,
+            "query_prefix": self.query_prefix,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> EmbeddingModel:
+        """The inverse of `to_dict`; a record that cannot be one is refused, never guessed at."""
+        try:
+            provider, model, dimension = data["provider"], data["model"], data["dimension"]
+        except (KeyError, TypeError) as exc:
+            raise InvalidArgument(
+                f"the recorded embedding model {data!r} lacks provider, model or dimension: "
+                "re-embed the project with `./bld scan <project> --full`"
+            ) from exc
+        ok = (
+            isinstance(provider, str)
+            and isinstance(model, str)
+            and isinstance(dimension, int)
+            and not isinstance(dimension, bool)
+            and dimension > 0
+        )
+        if not ok:
+            raise InvalidArgument(f"the recorded embedding model {data!r} is malformed")
+        return cls(
+            provider=provider,
+            model=model,
+            dimension=dimension,
+            document_prefix=str(data.get("document_prefix") or ""),
+            query_prefix=str(data.get("query_prefix") or ""),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class TruncatedInput:
+    """An input embedded from a shortened text: the sweep counts these, a person reads them."""
+
+    index: int
+    label: str
+    reason: str
+    original_chars: int
+    kept_chars: int
+
+
+@dataclass(frozen=True, slots=True)
+class RefusedInput:
+    """An input the embedder refused even alone and shortened: it has no vector."""
+
+    index: int
+    label: str
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class EmbedBatchResult:
+    """Vectors in input order plus what it took to get them.
+
+    `vectors[i]` is None only for an input listed in `refused`; neighbours of a refused input
+    always have their vectors. `require_all()` is the strict view for callers that cannot store
+    a chunk without a vector.
+    """
+
+    vectors: list[list[float] | None]
+    requests: int = 0
+    retries: int = 0
+    halvings: int = 0
+    truncated: tuple[TruncatedInput, ...] = ()
+    refused: tuple[RefusedInput, ...] = ()
+    split_inputs: int = 0  # local: inputs embedded as several windows and averaged
+    seconds: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return not self.refused
+
+    def require_all(self) -> list[list[float]]:
+        """Every vector, or `EmbeddingRefused` naming the inputs that have none."""
+        if self.refused:
+            names = ", ".join(f"{r.label} ({r.reason})" for r in self.refused[:5])
+            more = f" and {len(self.refused) - 5} more" if len(self.refused) > 5 else ""
+            raise EmbeddingRefused(f"the embedder refused {names}{more}")
+        return [v for v in self.vectors if v is not None]
+
+
+@dataclass(slots=True)
+class EmbedReport:
+    """The mutable tally an embedder keeps during one call, frozen into `EmbedBatchResult`."""
+
+    requests: int = 0
+    retries: int = 0
+    halvings: int = 0
+    split_inputs: int = 0
+    truncated: list[TruncatedInput] = field(default_factory=list)
+    refused: list[RefusedInput] = field(default_factory=list)
+
+    def result(self, vectors: list[list[float] | None], seconds: float) -> EmbedBatchResult:
+        return EmbedBatchResult(
+            vectors=vectors,
+            requests=self.requests,
+            retries=self.retries,
+            halvings=self.halvings,
+            truncated=tuple(sorted(self.truncated, key=lambda t: t.index)),
+            refused=tuple(sorted(self.refused, key=lambda r: r.index)),
+            split_inputs=self.split_inputs,
+            seconds=seconds,
+        )
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """What the sweep and the search use; `make_embedder` builds one from config values."""
+
+    @property
+    def identity(self) -> EmbeddingModel:
+        """Provider, model, discovered dimension and prefixes (may contact the service once)."""
+        ...
+
+    def embed_documents(
+        self, texts: Sequence[str], labels: Sequence[str] | None = None
+    ) -> EmbedBatchResult:
+        """Vectors for chunk texts, in input order; labels name chunks in warnings."""
+        ...
+
+    def embed_query(self, text: str) -> list[float]:
+        """One vector for a search query, with the query prefix."""
+        ...
+
+    def close(self) -> None: ...
+
+
+# --- model bookkeeping ----------------------------------------------------------------------
+
+
+def needs_reembed(recorded: EmbeddingModel | None, current: EmbeddingModel) -> bool:
+    """True when a project's stored vectors were made by another model (or prefix, or
+    dimension) than `current`: the sweep must then re-embed everything, never mix the two."""
+    return recorded is not None and recorded.index_key != current.index_key
+
+
+def mismatch_message(recorded: EmbeddingModel, current: EmbeddingModel, project: str) -> str:
+    """What a person reads when a project's index and the configured embedder disagree."""
+    if recorded.document_prefix != current.document_prefix and (
+        recorded.provider,
+        recorded.model,
+        recorded.dimension,
+    ) == (current.provider, current.model, current.dimension):
+        what = (
+            f"with document prefix {recorded.document_prefix!r}, "
+            f"but the embedder now uses {current.document_prefix!r}"
+        )
+    else:
+        what = f"with {recorded.describe()}, but the embedder is now {current.describe()}"
+    return (
+        f"project {project!r} was indexed {what}: run `./bld scan {project} --full` to "
+        f"re-embed it, or set [embedding] back to provider = {recorded.provider}, "
+        f"model = {recorded.model} in application.ini"
+    )
+
+
+def ensure_same_model(
+    recorded: EmbeddingModel | None, current: EmbeddingModel, project: str
+) -> None:
+    """Pass when a search may embed its query with `current`; raise `ModelMismatch` otherwise.
+
+    A project never indexed (`recorded` None) passes: there is nothing to disagree with.
+    """
+    if needs_reembed(recorded, current):
+        assert recorded is not None
+        raise ModelMismatch(mismatch_message(recorded, current, project))
+
+
+def reembed_warning(recorded: EmbeddingModel, current: EmbeddingModel, project: str) -> str:
+    """The warning the sweep logs before it re-embeds a whole project after a model change."""
+    return (
+        f"project {project!r} was indexed with {recorded.describe()}; the embedder is now "
+        f"{current.describe()}: re-embedding every chunk (old vectors are discarded, not mixed)"
+    )
+
+
+# --- helpers shared by the embedders ---------------------------------------------------------
+
+
+def model_base_name(model: str) -> str:
+    """ "library/nomic-embed-text:v1.5" -> "nomic-embed-text"."""
+    return model.rsplit("/", 1)[-1].split(":", 1)[0].lower()
+
+
+def default_prefixes(model: str) -> tuple[str, str]:
+    """(document prefix, query prefix) a model was trained with, or ("", "")."""
+    return KNOWN_PREFIXES.get(model_base_name(model), ("", ""))
+
+
+def label_for(labels: Sequence[str] | None, index: int) -> str:
+    if labels is not None and index < len(labels):
+        return labels[index]
+    return f"input {index}"
+
+
+def check_labels(texts: Sequence[str], labels: Sequence[str] | None) -> None:
+    if isinstance(texts, str):
+        raise InvalidArgument("embed_documents takes a sequence of texts, not one string")
+    if labels is not None and len(labels) != len(texts):
+        raise InvalidArgument(f"{len(labels)} labels for {len(texts)} texts")
+
+
+def utf8_len(text: str) -> int:
+    return len(text.encode("utf-8"))
+
+
+def cut_to_bytes(text: str, max_bytes: int) -> str:
+    """The longest head of `text` within `max_bytes` of UTF-8, ended at a line break when one
+    is near (a chunk of code reads better cut between lines than inside one)."""
+    data = text.encode("utf-8")
+    if len(data) <= max_bytes:
+        return text
+    head = data[: max(max_bytes, 0)].decode("utf-8", errors="ignore")
+    return _end_at_line(head)
+
+
+def shorten(text: str, factor: float) -> str:
+    """`text` cut to about `factor` of its characters (at a line break when one is near)."""
+    keep = int(len(text) * factor)
+    if keep >= len(text):
+        keep = len(text) - 1
+    return _end_at_line(text[: max(keep, 0)])
+
+
+def _end_at_line(head: str) -> str:
+    newline = head.rfind("\n")
+    if newline >= 0 and newline + 1 >= int(len(head) * 0.8):
+        return head[: newline + 1]
+    return head
+
+
+def pack_batches(sizes: Sequence[int], max_inputs: int, max_bytes: int) -> list[range]:
+    """Consecutive index ranges covering `sizes` in order, each at most `max_inputs` long and
+    at most `max_bytes` in total. An input larger than `max_bytes` goes alone (callers cut
+    inputs to a per-input cap no larger than `max_bytes` first, so that does not happen)."""
+    if max_inputs < 1 or max_bytes < 1:
+        raise InvalidArgument("a batch must allow at least one input and one byte")
+    batches: list[range] = []
+    start, total = 0, 0
+    for i, size in enumerate(sizes):
+        count = i - start
+        if count and (count >= max_inputs or total + size > max_bytes):
+            batches.append(range(start, i))
+            start, total = i, 0
+        total += size
+    if start < len(sizes):
+        batches.append(range(start, len(sizes)))
+    return batches
+
+
+def make_embedder(
+    provider: str, model: str | None = None, host: str | None = None, **options: Any
+) -> Embedder:
+    """An embedder from config values: `provider` is "local" or "ollama"; `model` None means
+    the provider's default (the bundled all-MiniLM-L6-v2 directory for local,
+    nomic-embed-text:v1.5 for Ollama); `host` is used by Ollama only. `options` go to the
+    embedder's constructor (prefixes, batch sizes, byte budgets, timeouts)."""
+    name = (provider or DEFAULT_PROVIDER).strip().lower()
+    if name == PROVIDER_OLLAMA:
+        from indexer.embed_ollama import OllamaEmbedder
+
+        return OllamaEmbedder(model=model, host=host, **options)
+    if name == PROVIDER_LOCAL:
+        from indexer.embed_local import LocalEmbedder
+
+        return LocalEmbedder(model=model, **options)
+    raise ConfigError(
+        f"unknown embedding provider {provider!r}: set provider = local or provider = ollama "
+        "under [embedding] in application.ini"
+    )
