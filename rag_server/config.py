@@ -1,0 +1,341 @@
+"""Configuration: `application.ini` and `rag-projects.json`, read once into typed objects.
+
+This is the only module that reads configuration files or the environment. Every error names the
+file, the key, the bad value and what is expected. Paths in the ini are relative to the ini's
+folder; roots in the projects file are relative to the projects file's folder. The token, when
+not configured, is generated once and kept under the data folder with owner-only permissions; it
+is never logged.
+"""
+
+from __future__ import annotations
+
+import configparser
+import json
+import os
+import secrets
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from indexer.errors import ConfigError
+from indexer.project import Project, Root, project_name_problem
+
+CONFIG_ENV = "CODE_RAG_CONFIG"
+TOKEN_ENV = "CODE_RAG_TOKEN"
+DSN_ENV = "CODE_RAG_DSN"
+
+DEFAULT_CONFIG_NAME = "application.ini"
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 17080
+DEFAULT_PROVIDER = "local"
+PROVIDERS = ("local", "ollama")
+DEFAULT_OLLAMA_HOST = "http://127.0.0.1:11434"
+DEFAULT_SWEEP_INTERVAL_MINUTES = 10
+DEFAULT_FILES_PER_COMMIT = 50
+DEFAULT_MAX_FILE_BYTES = 1_000_000
+DEFAULT_EF_SEARCH = 400
+DEFAULT_DATA = ".data"
+DEFAULT_PROJECTS = "rag-projects.json"
+TOKEN_FILE = "token"
+MIN_TOKEN_LENGTH = 16
+
+
+@dataclass(frozen=True)
+class ServerSettings:
+    host: str = DEFAULT_HOST
+    port: int = DEFAULT_PORT
+    token: str = field(default="", repr=False)
+
+
+@dataclass(frozen=True)
+class DatabaseSettings:
+    dsn: str = field(default="", repr=False)
+
+    @property
+    def embedded(self) -> bool:
+        return not self.dsn
+
+
+@dataclass(frozen=True)
+class EmbeddingSettings:
+    provider: str = DEFAULT_PROVIDER
+    model: str = ""  # empty: the provider's default model
+    host: str = DEFAULT_OLLAMA_HOST
+
+
+@dataclass(frozen=True)
+class IndexerSettings:
+    sweep_interval_minutes: int = DEFAULT_SWEEP_INTERVAL_MINUTES
+    files_per_commit: int = DEFAULT_FILES_PER_COMMIT
+    max_file_bytes: int = DEFAULT_MAX_FILE_BYTES
+
+
+@dataclass(frozen=True)
+class SearchSettings:
+    ef_search: int = DEFAULT_EF_SEARCH
+
+
+@dataclass(frozen=True)
+class Settings:
+    config_path: Path
+    data_dir: Path
+    projects_path: Path
+    server: ServerSettings
+    database: DatabaseSettings
+    embedding: EmbeddingSettings
+    indexer: IndexerSettings
+    search: SearchSettings
+    projects: dict[str, Project]
+
+
+# --- application.ini ------------------------------------------------------------------------
+
+
+def _int(lo: int, hi: int) -> tuple[str, Any]:
+    return (f"an integer from {lo} to {hi}", (int, lo, hi))
+
+
+# section -> key -> (what is expected, parser spec). A spec is `str` or `(int, lo, hi)` or a
+# tuple of allowed strings.
+INI_KEYS: dict[str, dict[str, tuple[str, Any]]] = {
+    "server": {
+        "host": ("a host name or IP address", str),
+        "port": _int(1, 65535),
+        "token": (f"a secret of at least {MIN_TOKEN_LENGTH} characters, or empty", str),
+    },
+    "database": {"dsn": ("a PostgreSQL connection string, or empty for embedded", str)},
+    "embedding": {
+        "provider": ("one of: " + ", ".join(PROVIDERS), PROVIDERS),
+        "model": ("a model name (ollama) or model directory (local), or empty", str),
+        "host": ("an http:// or https:// URL", str),
+    },
+    "indexer": {
+        "sweep_interval_minutes": _int(1, 10_080),
+        "files_per_commit": _int(1, 100_000),
+        "max_file_bytes": _int(1, 1_000_000_000),
+    },
+    "search": {"ef_search": _int(1, 1000)},
+    "paths": {"data": ("a folder path", str), "projects": ("a file path", str)},
+}
+
+
+def _parse_value(file: Path, section: str, key: str, raw: str) -> Any:
+    expected, spec = INI_KEYS[section][key]
+    value = raw.strip()
+    where = f"{file}: [{section}] {key} = {raw!r}"
+    if isinstance(spec, tuple) and spec and spec[0] is int:
+        _, lo, hi = spec
+        try:
+            number = int(value.replace("_", ""))
+        except ValueError:
+            raise ConfigError(f"{where} is not valid: expected {expected}") from None
+        if not lo <= number <= hi:
+            raise ConfigError(f"{where} is out of range: expected {expected}")
+        return number
+    if isinstance(spec, tuple):
+        if value not in spec:
+            raise ConfigError(f"{where} is not valid: expected {expected}")
+        return value
+    if key == "host" and section == "embedding" and not value.startswith(("http://", "https://")):
+        raise ConfigError(f"{where} is not valid: expected {expected}")
+    if key == "token" and value and len(value) < MIN_TOKEN_LENGTH:
+        raise ConfigError(f"{file}: [server] token is too short: expected {expected}")
+    return value
+
+
+def read_ini(path: Path) -> dict[str, dict[str, Any]]:
+    """Parse and check `application.ini`; a missing file means all defaults."""
+    parser = configparser.ConfigParser(interpolation=None, default_section="__no_defaults__")
+    parser.optionxform = str  # type: ignore[assignment,method-assign]  # keys are case-sensitive
+    if path.exists():
+        try:
+            parser.read(path, encoding="utf-8")
+        except (configparser.Error, UnicodeDecodeError) as exc:
+            raise ConfigError(f"{path}: cannot be parsed as an ini file: {exc}") from None
+    values: dict[str, dict[str, Any]] = {}
+    for section in parser.sections():
+        if section not in INI_KEYS:
+            raise ConfigError(
+                f"{path}: unknown section [{section}]: expected one of "
+                + ", ".join(f"[{s}]" for s in INI_KEYS)
+            )
+        for key, raw in parser.items(section):
+            if key not in INI_KEYS[section]:
+                raise ConfigError(
+                    f"{path}: unknown key {key!r} in [{section}]: expected one of "
+                    + ", ".join(INI_KEYS[section])
+                )
+            values.setdefault(section, {})[key] = _parse_value(path, section, key, raw)
+    return values
+
+
+# --- rag-projects.json ----------------------------------------------------------------------
+
+PROJECT_KEYS = ("roots", "include", "exclude")
+ROOT_KEYS = ("path", "name")
+
+
+def _globs(file: Path, name: str, key: str, value: object) -> tuple[str, ...]:
+    if not isinstance(value, list) or not all(isinstance(g, str) and g for g in value):
+        raise ConfigError(
+            f"{file}: projects.{name}.{key} = {json.dumps(value)} is not valid: "
+            'expected a list of glob strings such as ["**/generated/**"]'
+        )
+    return tuple(value)
+
+
+def _root(file: Path, name: str, index: int, entry: object) -> Root:
+    where = f"{file}: projects.{name}.roots[{index}]"
+    raw_path: object
+    label: object
+    if isinstance(entry, str):
+        raw_path, label = entry, None
+    elif isinstance(entry, dict):
+        unknown = sorted(set(entry) - set(ROOT_KEYS))
+        if unknown:
+            raise ConfigError(f"{where}: unknown key {unknown[0]!r}: expected path and name")
+        raw_path, label = entry.get("path"), entry.get("name")
+        if label is not None and (not isinstance(label, str) or not label.strip()):
+            raise ConfigError(f"{where}.name = {json.dumps(label)}: expected a non-empty string")
+    else:
+        raise ConfigError(
+            f"{where} = {json.dumps(entry)} is not valid: expected a path string "
+            'or {"path": ..., "name": ...}'
+        )
+    if not isinstance(raw_path, str) or not raw_path:
+        raise ConfigError(f"{where}.path = {json.dumps(raw_path)}: expected a folder path")
+    path = (file.parent / Path(raw_path).expanduser()).resolve()
+    if not path.is_dir():
+        raise ConfigError(
+            f"{where} = {raw_path!r}: the folder {path} does not exist; "
+            "create it or remove this root"
+        )
+    return Root(path=path, name=label if isinstance(label, str) else path.name)
+
+
+def _project(file: Path, name: object, body: object) -> Project:
+    problem = project_name_problem(name)
+    if problem:
+        raise ConfigError(f"{file}: projects: {problem}")
+    assert isinstance(name, str)
+    if not isinstance(body, dict):
+        raise ConfigError(f'{file}: projects.{name} is not valid: expected an object with "roots"')
+    unknown = sorted(set(body) - set(PROJECT_KEYS))
+    if unknown:
+        raise ConfigError(
+            f"{file}: projects.{name}: unknown key {unknown[0]!r}: expected "
+            + ", ".join(PROJECT_KEYS)
+        )
+    roots_value = body.get("roots")
+    if not isinstance(roots_value, list) or not roots_value:
+        raise ConfigError(
+            f"{file}: projects.{name}.roots = {json.dumps(roots_value)} is not valid: "
+            "expected a non-empty list of folders"
+        )
+    roots = tuple(_root(file, name, i, entry) for i, entry in enumerate(roots_value))
+    labels = [r.name for r in roots]
+    for label in labels:
+        if labels.count(label) > 1:
+            raise ConfigError(
+                f"{file}: projects.{name}.roots: two roots are both named {label!r}: "
+                'give one a distinct "name"'
+            )
+    return Project(
+        name=name,
+        roots=roots,
+        include=_globs(file, name, "include", body.get("include", [])),
+        exclude=_globs(file, name, "exclude", body.get("exclude", [])),
+    )
+
+
+def read_projects(path: Path) -> dict[str, Project]:
+    """Parse and check `rag-projects.json`; a missing file means no projects yet."""
+    if not path.exists():
+        return {}
+    try:
+        document = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise ConfigError(
+            f"{path}: line {exc.lineno} column {exc.colno}: invalid JSON ({exc.msg})"
+        ) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path}: cannot be read: {exc}") from None
+    if not isinstance(document, dict):
+        raise ConfigError(f'{path}: expected an object like {{"projects": {{...}}}}')
+    unknown = sorted(set(document) - {"projects"})
+    if unknown:
+        raise ConfigError(f'{path}: unknown key {unknown[0]!r}: expected "projects"')
+    projects = document.get("projects", {})
+    if not isinstance(projects, dict):
+        raise ConfigError(
+            f"{path}: projects = {json.dumps(projects)[:80]} is not valid: "
+            "expected an object mapping project names to their roots"
+        )
+    return {name: _project(path, name, body) for name, body in projects.items()}
+
+
+# --- the token --------------------------------------------------------------------------------
+
+
+def ensure_token(data_dir: Path) -> str:
+    """The saved token, generated (cryptographically random, mode 0600) on first use."""
+    token_path = data_dir / TOKEN_FILE
+    if token_path.exists():
+        token = token_path.read_text(encoding="utf-8").strip()
+        if len(token) >= MIN_TOKEN_LENGTH:
+            return token
+    data_dir.mkdir(parents=True, exist_ok=True)
+    token = secrets.token_urlsafe(32)
+    # Create with owner-only permissions from the start: no window where others can read it.
+    fd = os.open(token_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        handle.write(token + "\n")
+    os.chmod(token_path, 0o600)
+    return token
+
+
+# --- loading ----------------------------------------------------------------------------------
+
+
+def default_config_path() -> Path:
+    return Path(os.environ.get(CONFIG_ENV) or DEFAULT_CONFIG_NAME).expanduser().resolve()
+
+
+def load_settings(config_path: Path | None = None, *, create_token: bool = True) -> Settings:
+    """Read `application.ini` and the projects file it names into one `Settings`."""
+    path = (config_path or default_config_path()).expanduser().resolve()
+    if config_path is not None and not path.exists():
+        raise ConfigError(f"{path}: no such configuration file (run `./bld init` to write one)")
+    ini = read_ini(path)
+    base = path.parent
+    paths = ini.get("paths", {})
+    data_dir = (base / Path(paths.get("data", DEFAULT_DATA)).expanduser()).resolve()
+    projects_path = (base / Path(paths.get("projects", DEFAULT_PROJECTS)).expanduser()).resolve()
+
+    server = ServerSettings(**ini.get("server", {}))
+    env_token = os.environ.get(TOKEN_ENV, "").strip()
+    if env_token:
+        if len(env_token) < MIN_TOKEN_LENGTH:
+            raise ConfigError(
+                f"{TOKEN_ENV} is too short: expected at least {MIN_TOKEN_LENGTH} characters"
+            )
+        server = ServerSettings(server.host, server.port, env_token)
+    elif not server.token and create_token:
+        server = ServerSettings(server.host, server.port, ensure_token(data_dir))
+
+    database = DatabaseSettings(**ini.get("database", {}))
+    env_dsn = os.environ.get(DSN_ENV, "").strip()
+    if env_dsn:
+        database = DatabaseSettings(dsn=env_dsn)
+
+    return Settings(
+        config_path=path,
+        data_dir=data_dir,
+        projects_path=projects_path,
+        server=server,
+        database=database,
+        embedding=EmbeddingSettings(**ini.get("embedding", {})),
+        indexer=IndexerSettings(**ini.get("indexer", {})),
+        search=SearchSettings(**ini.get("search", {})),
+        projects=read_projects(projects_path),
+    )

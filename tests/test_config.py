@@ -1,0 +1,183 @@
+"""application.ini and rag-projects.json: defaults, overrides, the token, and error messages
+that name the file, the key, the bad value and what is expected."""
+
+from __future__ import annotations
+
+import json
+import stat
+from pathlib import Path
+
+import pytest
+
+from indexer.errors import ConfigError
+from rag_server.config import (
+    DEFAULT_EF_SEARCH,
+    DEFAULT_FILES_PER_COMMIT,
+    DEFAULT_PORT,
+    load_settings,
+)
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def write(folder: Path, ini: str = "", projects: object | None = None) -> Path:
+    path = folder / "application.ini"
+    path.write_text(ini, encoding="utf-8")
+    if projects is not None:
+        document = {"projects": projects}
+        (folder / "rag-projects.json").write_text(json.dumps(document), encoding="utf-8")
+    return path
+
+
+def error_of(path: Path) -> str:
+    with pytest.raises(ConfigError) as info:
+        load_settings(path)
+    return str(info.value)
+
+
+def test_defaults_with_an_empty_ini(tmp_path: Path) -> None:
+    settings = load_settings(write(tmp_path))
+    assert settings.server.host == "127.0.0.1"
+    assert settings.server.port == DEFAULT_PORT == 17080
+    assert settings.database.embedded
+    assert settings.embedding.provider == "local"
+    assert settings.indexer.sweep_interval_minutes == 10
+    assert settings.indexer.files_per_commit == DEFAULT_FILES_PER_COMMIT == 50
+    assert settings.search.ef_search == DEFAULT_EF_SEARCH == 400
+    assert settings.data_dir == tmp_path / ".data"
+    assert settings.projects == {}
+
+
+def test_the_shipped_examples_load(tmp_path: Path) -> None:
+    # The examples are what `./bld init` copies: they must stay loadable as they are.
+    ini = (ROOT / "application.ini.example").read_text(encoding="utf-8")
+    (tmp_path / "application.ini").write_text(ini, encoding="utf-8")
+    example = json.loads((ROOT / "rag-projects.json.example").read_text(encoding="utf-8"))
+    for project in example["projects"].values():
+        for root in project["roots"]:
+            path = root["path"] if isinstance(root, dict) else root
+            (tmp_path / path).mkdir(parents=True, exist_ok=True)
+    (tmp_path / "rag-projects.json").write_text(json.dumps(example), encoding="utf-8")
+    settings = load_settings(tmp_path / "application.ini")
+    assert settings.projects
+
+
+def test_generated_token_is_saved_owner_only_and_stable(tmp_path: Path) -> None:
+    first = load_settings(write(tmp_path)).server.token
+    token_file = tmp_path / ".data" / "token"
+    assert len(first) >= 32
+    assert stat.S_IMODE(token_file.stat().st_mode) == 0o600
+    assert load_settings(tmp_path / "application.ini").server.token == first
+
+
+def test_settings_repr_never_shows_the_token(tmp_path: Path) -> None:
+    settings = load_settings(write(tmp_path, "[server]\ntoken = s3cret-s3cret-s3cret\n"))
+    assert settings.server.token == "s3cret-s3cret-s3cret"
+    assert "s3cret" not in repr(settings)
+
+
+def test_environment_overrides_token_and_dsn(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CODE_RAG_TOKEN", "from-the-environment-123")
+    monkeypatch.setenv("CODE_RAG_DSN", "postgresql://u@localhost/x")
+    settings = load_settings(write(tmp_path, "[server]\ntoken = from-the-file-123456\n"))
+    assert settings.server.token == "from-the-environment-123"
+    assert settings.database.dsn == "postgresql://u@localhost/x"
+    assert not settings.database.embedded
+
+
+def test_projects_roots_labels_and_globs(tmp_path: Path) -> None:
+    (tmp_path / "api").mkdir()
+    (tmp_path / "web-ui").mkdir()
+    path = write(
+        tmp_path,
+        projects={
+            "shop": {
+                "roots": ["api", {"path": str(tmp_path / "web-ui"), "name": "web"}],
+                "exclude": ["**/generated/**"],
+            }
+        },
+    )
+    shop = load_settings(path).projects["shop"]
+    assert [(r.name, r.path) for r in shop.roots] == [
+        ("api", tmp_path / "api"),
+        ("web", tmp_path / "web-ui"),
+    ]
+    assert shop.exclude == ("**/generated/**",)
+    assert shop.include == ()
+
+
+def test_bad_port_names_file_key_value_and_expectation(tmp_path: Path) -> None:
+    path = write(tmp_path, "[server]\nport = 99999\n")
+    assert error_of(path) == (
+        f"{path}: [server] port = '99999' is out of range: expected an integer from 1 to 65535"
+    )
+    path = write(tmp_path, "[server]\nport = http\n")
+    assert error_of(path) == (
+        f"{path}: [server] port = 'http' is not valid: expected an integer from 1 to 65535"
+    )
+
+
+def test_unknown_key_and_section(tmp_path: Path) -> None:
+    path = write(tmp_path, "[server]\nprot = 80\n")
+    assert error_of(path) == (
+        f"{path}: unknown key 'prot' in [server]: expected one of host, port, token"
+    )
+    path = write(tmp_path, "[sever]\nport = 80\n")
+    assert error_of(path).startswith(f"{path}: unknown section [sever]: expected one of [server]")
+
+
+def test_bad_provider(tmp_path: Path) -> None:
+    path = write(tmp_path, "[embedding]\nprovider = openai\n")
+    assert error_of(path) == (
+        f"{path}: [embedding] provider = 'openai' is not valid: expected one of: local, ollama"
+    )
+
+
+def test_invalid_project_name(tmp_path: Path) -> None:
+    (tmp_path / "src").mkdir()
+    path = write(tmp_path, projects={"My-App": {"roots": ["src"]}})
+    projects = tmp_path / "rag-projects.json"
+    assert error_of(path) == (
+        f"{projects}: projects: 'My-App' is not a valid project name: use lowercase letters, "
+        "digits and underscores, starting with a letter, at most 63 characters, not `public`, "
+        "`information_schema` or `pg_*`"
+    )
+    write(tmp_path, projects={"pg_catalog": {"roots": ["src"]}})
+    assert "'pg_catalog' is reserved by PostgreSQL" in error_of(path)
+
+
+def test_missing_root(tmp_path: Path) -> None:
+    path = write(tmp_path, projects={"app": {"roots": ["nowhere"]}})
+    projects = tmp_path / "rag-projects.json"
+    assert error_of(path) == (
+        f"{projects}: projects.app.roots[0] = 'nowhere': the folder {tmp_path / 'nowhere'} "
+        "does not exist; create it or remove this root"
+    )
+
+
+def test_unknown_project_key_and_bad_json(tmp_path: Path) -> None:
+    (tmp_path / "src").mkdir()
+    path = write(tmp_path, projects={"app": {"roots": ["src"], "exclude_dirs": ["x"]}})
+    projects = tmp_path / "rag-projects.json"
+    assert error_of(path) == (
+        f"{projects}: projects.app: unknown key 'exclude_dirs': expected roots, include, exclude"
+    )
+    projects.write_text('{"projects": {"app": {"roots": ["src"],}}}', encoding="utf-8")
+    assert error_of(path).startswith(f"{projects}: line 1 column ")
+    assert "invalid JSON" in error_of(path)
+
+
+def test_duplicate_root_labels(tmp_path: Path) -> None:
+    (tmp_path / "a" / "src").mkdir(parents=True)
+    (tmp_path / "b" / "src").mkdir(parents=True)
+    path = write(tmp_path, projects={"app": {"roots": ["a/src", "b/src"]}})
+    assert "two roots are both named 'src': give one a distinct \"name\"" in error_of(path)
+
+
+def test_explicit_missing_config_file(tmp_path: Path) -> None:
+    missing = tmp_path / "nope.ini"
+    assert error_of(missing) == (
+        f"{missing}: no such configuration file (run `./bld init` to write one)"
+    )

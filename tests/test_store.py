@@ -1,0 +1,221 @@
+"""The store against the real embedded PostgreSQL: schemas, migrations, markers, file upserts."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import psycopg
+import pytest
+from psycopg.conninfo import make_conninfo
+
+from indexer import sql, store
+from indexer.db import Database, prepare_database
+from indexer.errors import ForeignSchema, InvalidProjectName, PgvectorMissing, ProjectNotFound
+from indexer.store import ChunkRow, FileRecord
+
+Conn = psycopg.Connection[Any]
+
+
+def chunk(ordinal: int, text: str, dim: int = 3) -> ChunkRow:
+    return ChunkRow(
+        ordinal=ordinal,
+        start_line=ordinal * 10 + 1,
+        end_line=ordinal * 10 + 5,
+        symbol=f"sym{ordinal}",
+        kind="function",
+        content=text,
+        content_sha256=f"h-{text}",
+        embedding=[float(ordinal + 1)] * dim,
+        symbol_terms=f"sym{ordinal}",
+        path_terms="src a py",
+        body_terms=text,
+    )
+
+
+def record(path: str = "src/a.py", sha: str = "s1") -> FileRecord:
+    return FileRecord(repo="app", path=path, size=10, mtime_ns=1, sha256=sha, language="python")
+
+
+def chunk_rows(conn: Conn, project: str) -> list[tuple[Any, ...]]:
+    return store.file_chunks(conn, project, "app", "src/a.py")
+
+
+def test_schema_creation_is_idempotent(conn: Conn, project_name: str) -> None:
+    assert store.ensure_project(conn, project_name) == ["m001_initial"]
+    assert store.ensure_project(conn, project_name) == []
+    assert project_name in store.list_projects(conn)
+    summary = store.summary(conn, project_name)
+    assert (summary.files, summary.chunks, summary.schema_version) == (0, 0, len(sql.MIGRATIONS))
+
+
+def test_upsert_replaces_the_chunks_of_a_file(conn: Conn, project_name: str) -> None:
+    store.ensure_project(conn, project_name)
+    store.set_embedding_dimension(conn, project_name, 3)
+    first = store.upsert_file(
+        conn, project_name, record(), [chunk(0, "a"), chunk(1, "b"), chunk(2, "c")]
+    )
+    second = store.upsert_file(conn, project_name, record(sha="s2"), [chunk(0, "x"), chunk(1, "y")])
+    assert first == second  # the file row is updated in place, not duplicated
+    rows = chunk_rows(conn, project_name)
+    assert [(r[0], r[5]) for r in rows] == [(0, "x"), (1, "y")]
+    states = store.file_states(conn, project_name)
+    assert states[("app", "src/a.py")].sha256 == "s2"
+    assert states[("app", "src/a.py")].chunk_count == 2
+    assert store.summary(conn, project_name).chunks == 2
+
+
+def test_failed_upsert_leaves_the_previous_state(conn: Conn, project_name: str) -> None:
+    store.ensure_project(conn, project_name)
+    store.set_embedding_dimension(conn, project_name, 3)
+    store.upsert_file(conn, project_name, record(), [chunk(0, "a"), chunk(1, "b")])
+    conn.commit()
+    bad = [chunk(0, "new"), chunk(1, "wrong dimension", dim=5)]
+    with pytest.raises(psycopg.errors.DataException):
+        store.upsert_file(conn, project_name, record(sha="s2"), bad)
+    conn.rollback()
+    assert [(r[0], r[5]) for r in chunk_rows(conn, project_name)] == [(0, "a"), (1, "b")]
+    assert store.file_states(conn, project_name)[("app", "src/a.py")].sha256 == "s1"
+
+
+def test_failed_file_inside_a_batch_rolls_back_only_that_file(
+    conn: Conn, project_name: str
+) -> None:
+    # Several files share one transaction (commit every N files): a savepoint per file keeps
+    # one bad file from taking its neighbours down.
+    store.ensure_project(conn, project_name)
+    store.set_embedding_dimension(conn, project_name, 3)
+    with conn.transaction():
+        store.upsert_file(conn, project_name, record("src/ok1.py"), [chunk(0, "one")])
+        with pytest.raises(psycopg.errors.DataException):
+            store.upsert_file(conn, project_name, record("src/bad.py"), [chunk(0, "x", dim=2)])
+        store.record_file_error(conn, project_name, "app", "src/bad.py", "dimension mismatch")
+        store.upsert_file(conn, project_name, record("src/ok2.py"), [chunk(0, "two")])
+    states = store.file_states(conn, project_name)
+    assert sorted(states) == [("app", "src/bad.py"), ("app", "src/ok1.py"), ("app", "src/ok2.py")]
+    assert states[("app", "src/bad.py")].error == "dimension mismatch"
+    assert states[("app", "src/bad.py")].chunk_count == 0
+    assert store.summary(conn, project_name).chunks == 2
+    assert [f.path for f in store.failures(conn, project_name)] == ["src/bad.py"]
+
+
+def test_error_on_an_indexed_file_keeps_its_chunks(conn: Conn, project_name: str) -> None:
+    store.ensure_project(conn, project_name)
+    store.set_embedding_dimension(conn, project_name, 3)
+    store.upsert_file(conn, project_name, record(), [chunk(0, "a")])
+    store.record_file_error(conn, project_name, "app", "src/a.py", "embedder down")
+    state = store.file_states(conn, project_name)[("app", "src/a.py")]
+    assert (state.error, state.sha256, state.chunk_count) == ("embedder down", "s1", 1)
+    # A successful upsert clears the error.
+    store.upsert_file(conn, project_name, record(sha="s3"), [chunk(0, "b")])
+    assert store.file_states(conn, project_name)[("app", "src/a.py")].error is None
+
+
+def test_dimension_change_clears_rows_so_models_never_mix(conn: Conn, project_name: str) -> None:
+    store.ensure_project(conn, project_name)
+    assert store.set_embedding_dimension(conn, project_name, 3) is False
+    assert store.embedding_dimension(conn, project_name) == 3
+    store.upsert_file(conn, project_name, record(), [chunk(0, "a")])
+    assert store.set_embedding_dimension(conn, project_name, 3) is False
+    assert store.summary(conn, project_name).chunks == 1
+    assert store.set_embedding_dimension(conn, project_name, 5) is True
+    assert store.embedding_dimension(conn, project_name) == 5
+    assert store.summary(conn, project_name).files == 0
+
+
+def test_deleting_files_cascades_to_chunks(conn: Conn, project_name: str) -> None:
+    store.ensure_project(conn, project_name)
+    store.set_embedding_dimension(conn, project_name, 3)
+    file_id = store.upsert_file(conn, project_name, record(), [chunk(0, "a"), chunk(1, "b")])
+    assert store.delete_files(conn, project_name, [file_id]) == 1
+    assert store.summary(conn, project_name).chunks == 0
+
+
+def test_cached_embeddings_by_content_hash(conn: Conn, project_name: str) -> None:
+    store.ensure_project(conn, project_name)
+    store.set_embedding_dimension(conn, project_name, 3)
+    store.upsert_file(conn, project_name, record(), [chunk(0, "a"), chunk(1, "b")])
+    cached = store.cached_embeddings(conn, project_name, ["h-a", "h-zzz"])
+    assert list(cached) == ["h-a"]
+    assert [float(x) for x in cached["h-a"].to_list()] == [1.0, 1.0, 1.0]
+
+
+def test_meta_round_trip(conn: Conn, project_name: str) -> None:
+    store.ensure_project(conn, project_name)
+    store.set_meta(conn, project_name, "embedding", {"model": "m", "dimension": 384})
+    assert store.get_meta(conn, project_name, "embedding") == {"model": "m", "dimension": 384}
+    assert store.get_meta(conn, project_name, "missing") is None
+
+
+def test_foreign_schema_is_never_listed_altered_or_dropped(conn: Conn) -> None:
+    conn.execute("CREATE SCHEMA IF NOT EXISTS someone_elses")
+    conn.execute("CREATE TABLE IF NOT EXISTS someone_elses.precious (x int)")
+    conn.commit()
+    try:
+        assert "someone_elses" not in store.list_projects(conn)
+        assert not store.project_exists(conn, "someone_elses")
+        with pytest.raises(ForeignSchema, match="was not created by code-rag"):
+            store.drop_project(conn, "someone_elses")
+        with pytest.raises(ForeignSchema):
+            store.ensure_project(conn, "someone_elses")
+        conn.rollback()
+        tables = conn.execute(
+            "SELECT tablename FROM pg_tables WHERE schemaname = 'someone_elses'"
+        ).fetchall()
+        assert tables == [("precious",)]
+    finally:
+        conn.rollback()
+        conn.execute("DROP SCHEMA someone_elses CASCADE")
+        conn.commit()
+
+
+def test_missing_project_says_how_to_create_it(conn: Conn) -> None:
+    with pytest.raises(ProjectNotFound, match=r"run `./bld scan nosuchproject`"):
+        store.summary(conn, "nosuchproject")
+
+
+@pytest.mark.parametrize(
+    "hostile",
+    [
+        'x"; DROP SCHEMA public CASCADE; --',
+        "public",
+        "information_schema",
+        "pg_catalog",
+        "pg_temp",
+        "Upper",
+        "1abc",
+        "a-b",
+        "",
+        "a" * 64,
+        "naïve",
+        "a b",
+    ],
+)
+def test_hostile_project_names_are_refused_before_any_sql(hostile: str) -> None:
+    # No connection is given: validation must fail before a statement could be composed.
+    for call in (
+        lambda: store.statement(sql.DROP_SCHEMA, hostile),
+        lambda: store.drop_project(None, hostile),  # type: ignore[arg-type]
+        lambda: store.ensure_project(None, hostile),  # type: ignore[arg-type]
+        lambda: store.summary(None, hostile),  # type: ignore[arg-type]
+    ):
+        with pytest.raises(InvalidProjectName):
+            call()
+
+
+def test_server_without_rights_to_enable_pgvector_says_what_to_do(database: Database) -> None:
+    # A fresh database without the extension, reached as a role that may not create it.
+    with psycopg.connect(database.dsn, autocommit=True) as admin:
+        admin.execute("DROP DATABASE IF EXISTS novector")
+        admin.execute("DROP ROLE IF EXISTS plainuser")
+        admin.execute("CREATE ROLE plainuser LOGIN")
+        admin.execute("CREATE DATABASE novector OWNER plainuser")
+    try:
+        dsn = make_conninfo(database.dsn, dbname="novector", user="plainuser")
+        with pytest.raises(
+            PgvectorMissing, match=r"run `CREATE EXTENSION vector;` there as a superuser"
+        ):
+            prepare_database(dsn)
+    finally:
+        with psycopg.connect(database.dsn, autocommit=True) as admin:
+            admin.execute("DROP DATABASE novector")
+            admin.execute("DROP ROLE plainuser")
