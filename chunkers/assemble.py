@@ -26,6 +26,8 @@ class _Piece:
     definition: Definition | None = None
     header_of: Definition | None = None
     fixed: tuple[Chunk, ...] = ()
+    # The class or namespace the piece sits in: names a merged block of its members.
+    owner: Definition | None = None
 
 
 class _Assembler:
@@ -45,7 +47,7 @@ class _Assembler:
             if first > definition.end_line:
                 continue  # already covered: shares its only lines with the previous piece
             pieces.extend(self.glue(cursor, first - 1, owner))
-            pieces.extend(self.definition(definition, first))
+            pieces.extend(self.definition(definition, first, owner))
             cursor = definition.end_line + 1
         pieces.extend(self.glue(cursor, end, owner))
         return pieces
@@ -56,19 +58,24 @@ class _Assembler:
             return []
         chars = self.src.chars(*span)
         if chars <= self.config.max_chars:
-            return [_Piece(span[0], span[1], chars)]
+            return [_Piece(span[0], span[1], chars, owner=owner)]
         symbol = owner.name if owner else None
         return [
             self.fixed(line_windows(self.src, *span, self.config, self.language, symbol, "block"))
         ]
 
-    def definition(self, definition: Definition, first: int) -> list[_Piece]:
-        end = definition.end_line
+    def definition(
+        self, definition: Definition, first: int, owner: Definition | None
+    ) -> list[_Piece]:
+        span = self.src.trim(first, definition.end_line)
+        if span is None:
+            return []
+        first, end = span
         chars = self.src.chars(first, end)
         if definition.kind == "namespace" and definition.children:
-            return self.scope(first, end, definition.children, None)
+            return self.scope(first, end, definition.children, definition)
         if chars <= self.config.max_chars:
-            return [_Piece(first, end, chars, definition=definition)]
+            return [_Piece(first, end, chars, definition=definition, owner=owner)]
         if definition.is_container and definition.children:
             return [self.fixed(self.split(definition, first))]
         windows = line_windows(
@@ -121,6 +128,9 @@ class _Assembler:
         def span(group: list[_Piece]) -> int:
             return self.src.chars(group[0].start, group[-1].end)
 
+        def glue_only() -> bool:
+            return all(p.definition is None and p.header_of is None for p in acc)
+
         def flush() -> None:
             if not acc:
                 return
@@ -128,7 +138,12 @@ class _Assembler:
             small = span(acc) < config.min_chars
             if isinstance(last, list) and small and span([*last, *acc]) <= config.max_chars:
                 last.extend(acc)
-            elif isinstance(last, _Piece) and small and (grown := self.grow(last, acc[-1].end)):
+            elif (
+                isinstance(last, _Piece)
+                and small
+                and glue_only()
+                and (grown := self.grow(last, acc[-1].end))
+            ):
                 groups[-1] = grown
             else:
                 groups.append(list(acc))
@@ -136,8 +151,7 @@ class _Assembler:
 
         for piece in pieces:
             if piece.fixed:
-                glue_only = all(p.definition is None and p.header_of is None for p in acc)
-                if acc and glue_only and span(acc) < config.min_chars:
+                if acc and glue_only() and span(acc) < config.min_chars:
                     grown = self.grow(piece, acc[0].start)
                     if grown is not None:
                         piece = grown
@@ -146,13 +160,7 @@ class _Assembler:
                 groups.append(piece)
                 continue
             if piece.definition is not None and piece.chars >= config.min_chars:
-                glue_only = all(p.definition is None and p.header_of is None for p in acc)
-                if (
-                    acc
-                    and glue_only
-                    and span(acc) < config.min_chars
-                    and span([*acc, piece]) <= config.max_chars
-                ):
+                if acc and span(acc) < config.min_chars and span([*acc, piece]) <= config.max_chars:
                     acc.append(piece)
                     groups.append(list(acc))
                     acc.clear()
@@ -175,6 +183,9 @@ class _Assembler:
 
     def chunk(self, group: list[_Piece], owner: Definition | None) -> Chunk:
         start, end = group[0].start, group[-1].end
+        owners = {id(p.owner): p.owner for p in group}
+        if len(owners) == 1:
+            owner = next(iter(owners.values()))
         symbol: str | None = owner.name if owner else None
         kind = "block"
         header = next((p.header_of for p in group if p.header_of is not None), None)

@@ -51,15 +51,35 @@ class LanguageRules:
     attachment_prefixes: tuple[str, ...] = ()
     # Builds the name from the @name captures when their text alone is not it.
     name_of: NameHook | None = None
+    # Separator before a member of a given kind, where it differs (Ruby: `Cart#add`, `Cart.build`).
+    member_separators: tuple[tuple[str, str], ...] = ()
+    # Kinds the query uses only to choose a separator, renamed once names are built.
+    kind_aliases: tuple[tuple[str, str], ...] = ()
+    # A function directly inside a class-like is a method (not in Elixir, where modules hold
+    # functions).
+    methods_in_containers: bool = True
+    # Drop template arguments from names: `Matrix<T, R, C>::transposed` -> `Matrix::transposed`.
+    strip_generics: bool = False
 
 
 def _objc_selector(names: Sequence[Node], definition: Node) -> str:
     """`- (void)add:(Item *)item count:(int)n` is the method `add:count:`."""
-    parts = [(n.text or b"").decode("utf-8", "replace") for n in names]
-    has_arguments = any(
-        child.type in ("method_parameter", "keyword_declarator") for child in definition.children
-    )
-    return ":".join(parts) + ":" if has_arguments else "".join(parts)
+    if definition.type != "method_definition":
+        return (names[0].text or b"").decode("utf-8", "replace")
+    parts = [
+        (child.text or b"").decode("utf-8", "replace")
+        for child in definition.children
+        if child.type == "identifier"
+    ]
+    if any(child.type == "method_parameter" for child in definition.children):
+        return ":".join(parts) + ":"
+    return "".join(parts[:1])
+
+
+def _before_parenthesis(names: Sequence[Node], definition: Node) -> str:
+    """Groovy's loose grammar hands over `collect(Path dir)` where the name is `collect`."""
+    text = (names[0].text or b"").decode("utf-8", "replace")
+    return text.split("(", 1)[0].split()[-1] if text.split("(", 1)[0].split() else ""
 
 
 _JS_WRAPPERS = frozenset({"export_statement"})
@@ -72,20 +92,38 @@ _RULES: dict[str, LanguageRules] = {
     "typescript": LanguageRules(wrappers=_TS_WRAPPERS, attachments=_JS_ATTACH),
     "tsx": LanguageRules(wrappers=_TS_WRAPPERS, attachments=_JS_ATTACH),
     "java": LanguageRules(),
-    "groovy": LanguageRules(attachments=frozenset({"annotation"})),
+    "groovy": LanguageRules(
+        prefixed_attachments=frozenset({"command"}),
+        attachment_prefixes=("@",),
+        name_of=_before_parenthesis,
+    ),
     "kotlin": LanguageRules(),
     "scala": LanguageRules(attachments=frozenset({"annotation"})),
     "csharp": LanguageRules(),
     "swift": LanguageRules(),
     "dart": LanguageRules(attachments=frozenset({"annotation", "marker_annotation"})),
-    "c": LanguageRules(separator="::"),
-    "cpp": LanguageRules(separator="::", wrappers=frozenset({"template_declaration"})),
-    "objc": LanguageRules(name_of=_objc_selector),
-    "ruby": LanguageRules(),
+    "c": LanguageRules(separator="::", wrappers=frozenset({"type_definition"})),
+    "cpp": LanguageRules(
+        separator="::",
+        wrappers=frozenset({"template_declaration", "type_definition"}),
+        strip_generics=True,
+    ),
+    "objc": LanguageRules(
+        wrappers=frozenset({"implementation_definition", "type_definition"}),
+        name_of=_objc_selector,
+    ),
+    "ruby": LanguageRules(
+        separator="::",
+        member_separators=(("method", "#"), ("singleton_method", ".")),
+        kind_aliases=(("singleton_method", "method"),),
+    ),
     "php": LanguageRules(separator="::", attachments=frozenset({"attribute_list"})),
-    "rust": LanguageRules(separator="::", attachments=frozenset({"attribute_item"})),
+    "rust": LanguageRules(
+        separator="::", attachments=frozenset({"attribute_item"}), strip_generics=True
+    ),
     "go": LanguageRules(),
     "elixir": LanguageRules(
+        methods_in_containers=False,
         prefixed_attachments=frozenset({"unary_operator"}),
         attachment_prefixes=("@doc", "@spec", "@impl", "@typedoc", "@deprecated", "@since"),
     ),

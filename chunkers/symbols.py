@@ -92,31 +92,35 @@ def _definition(captures: dict[str, list[Node]], rules: LanguageRules) -> Defini
     if qualifier:
         name = _strip_generics(_text(qualifier[0])) + rules.separator + name
     kind = kind.removeprefix("definition.")
-    if kind == "impl":
+    if kind == "impl" or (rules.strip_generics and "operator" not in name):
         name = _strip_generics(name)
     while node.parent is not None and node.parent.type in rules.wrappers:
         node = node.parent
-    start_row = _attachments_start(node, rules)
-    end_row = node.end_point[0]
-    if node.end_point[1] == 0 and end_row > node.start_point[0]:
-        end_row -= 1  # the node ends with its newline
+    # `@end` marks a sibling that completes the definition (Dart: signature, then body).
+    last = captures["end"][0] if "end" in captures else node
     return Definition(
-        start_line=start_row + 1,
-        end_line=end_row + 1,
+        start_line=_attachments_start(node, rules) + 1,
+        end_line=_end_row(last) + 1,
         name=name,
         kind=kind,
         start_byte=node.start_byte,
-        end_byte=node.end_byte,
+        end_byte=max(node.end_byte, last.end_byte),
     )
+
+
+def _end_row(node: Node) -> int:
+    """The last row holding text of `node` (some grammars end a node after its newline)."""
+    row, column = node.end_point
+    return row - 1 if column == 0 and row > node.start_point[0] else row
 
 
 def _attachments_start(node: Node, rules: LanguageRules) -> int:
     """The first row of the doc comments and decorators directly above `node`."""
     start = node.start_point[0]
     prev = node.prev_named_sibling
-    while prev is not None and prev.end_point[0] >= start - 1 and _attaches(prev, rules):
+    while prev is not None and _end_row(prev) >= start - 1 and _attaches(prev, rules):
         before = prev.prev_named_sibling
-        if before is not None and before.end_point[0] == prev.start_point[0]:
+        if before is not None and _end_row(before) == prev.start_point[0]:
             break  # a trailing comment of the code before, not a leading one of ours
         start = prev.start_point[0]
         prev = before
@@ -133,10 +137,17 @@ def _attaches(node: Node, rules: LanguageRules) -> bool:
 
 def _qualify(definition: Definition, parent: Definition | None, rules: LanguageRules) -> None:
     if parent is not None:
-        if not definition.name.startswith(parent.name + rules.separator):
-            definition.name = parent.name + rules.separator + definition.name
-        if definition.kind == "function" and parent.is_container and parent.kind != "namespace":
+        if (
+            definition.kind == "function"
+            and rules.methods_in_containers
+            and parent.is_container
+            and parent.kind != "namespace"
+        ):
             definition.kind = "method"
+        separator = dict(rules.member_separators).get(definition.kind, rules.separator)
+        if not definition.name.startswith(parent.name + separator):
+            definition.name = parent.name + separator + definition.name
+    definition.kind = dict(rules.kind_aliases).get(definition.kind, definition.kind)
     for child in definition.children:
         _qualify(child, definition, rules)
 

@@ -1,0 +1,24 @@
+; Java definitions. Annotations live inside `modifiers`, so they come with the node.
+(class_declaration
+  name: (identifier) @name) @definition.class
+
+(interface_declaration
+  name: (identifier) @name) @definition.interface
+
+(annotation_type_declaration
+  name: (identifier) @name) @definition.interface
+
+(enum_declaration
+  name: (identifier) @name) @definition.enum
+
+(record_declaration
+  name: (identifier) @name) @definition.record
+
+(method_declaration
+  name: (identifier) @name) @definition.method
+
+(constructor_declaration
+  name: (identifier) @name) @definition.method
+
+(compact_constructor_declaration
+  name: (identifier) @name) @definition.method
