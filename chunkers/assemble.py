@@ -124,6 +124,8 @@ class _Assembler:
         config = self.config
         groups: list[list[_Piece] | _Piece] = []
         acc: list[_Piece] = []
+        # Definitions big enough to stand alone name their group, whatever small neighbours join.
+        leads: set[int] = set()
 
         def span(group: list[_Piece]) -> int:
             return self.src.chars(group[0].start, group[-1].end)
@@ -160,6 +162,7 @@ class _Assembler:
                 groups.append(piece)
                 continue
             if piece.definition is not None and piece.chars >= config.min_chars:
+                leads.add(id(piece))
                 if acc and span(acc) < config.min_chars and span([*acc, piece]) <= config.max_chars:
                     acc.append(piece)
                     groups.append(list(acc))
@@ -178,10 +181,10 @@ class _Assembler:
             if isinstance(group, _Piece):
                 chunks.extend(group.fixed)
             else:
-                chunks.append(self.chunk(group, owner))
+                chunks.append(self.chunk(group, owner, leads))
         return chunks
 
-    def chunk(self, group: list[_Piece], owner: Definition | None) -> Chunk:
+    def chunk(self, group: list[_Piece], owner: Definition | None, leads: set[int]) -> Chunk:
         start, end = group[0].start, group[-1].end
         owners = {id(p.owner): p.owner for p in group}
         if len(owners) == 1:
@@ -190,8 +193,11 @@ class _Assembler:
         kind = "block"
         header = next((p.header_of for p in group if p.header_of is not None), None)
         defs = [p for p in group if p.definition is not None]
+        lead = next((p.definition for p in defs if id(p) in leads), None)
         if header is not None:
             symbol, kind = header.name, "class_header"
+        elif lead is not None:
+            symbol, kind = lead.name, lead.kind
         elif defs:
             # The group is named after a definition holding most of its text.
             main = max(defs, key=lambda p: p.chars)

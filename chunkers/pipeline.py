@@ -42,11 +42,12 @@ def chunk_file(
     minified = is_minified(src, config)
     reason = _fallback_reason(src, config, detected, minified)
     if reason is None:
-        tree = parser_for(lang).parse(src.text.encode("utf-8"))
+        source = src.text.encode("utf-8")
+        tree = parser_for(lang).parse(source)
         if error_ratio(tree) > config.max_error_ratio:
             reason = "parse errors"
         else:
-            chunks = assemble(extract(tree, lang), src, config, lang)
+            chunks = assemble(extract(tree, lang, source), src, config, lang)
             return ChunkResult(detected, tuple(chunks))
     return ChunkResult(detected, tuple(window_chunks(src, config, lang, minified)), fallback=reason)
 

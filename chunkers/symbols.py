@@ -55,12 +55,12 @@ def error_ratio(tree: Tree) -> float:
     return errors / total
 
 
-def extract(tree: Tree, language: str) -> list[Definition]:
-    """Top-level definitions of `tree`, each with its nested definitions as children."""
+def extract(tree: Tree, language: str, source: bytes) -> list[Definition]:
+    """Top-level definitions of `tree` (parsed from `source`), nested definitions as children."""
     rules = rules_for(language)
     found: dict[tuple[int, int], tuple[int, Definition]] = {}
     for pattern, captures in QueryCursor(query_for(language)).matches(tree.root_node):
-        definition = _definition(captures, rules)
+        definition = _definition(captures, rules, source)
         if definition is None:
             continue
         key = (definition.start_byte, definition.end_byte)
@@ -79,7 +79,9 @@ def extract(tree: Tree, language: str) -> list[Definition]:
     return roots
 
 
-def _definition(captures: dict[str, list[Node]], rules: LanguageRules) -> Definition | None:
+def _definition(
+    captures: dict[str, list[Node]], rules: LanguageRules, source: bytes
+) -> Definition | None:
     kind = next((k for k in captures if k.startswith("definition.")), None)
     names = captures.get("name")
     if kind is None or not names:
@@ -99,8 +101,8 @@ def _definition(captures: dict[str, list[Node]], rules: LanguageRules) -> Defini
     # `@end` marks a sibling that completes the definition (Dart: signature, then body).
     last = captures["end"][0] if "end" in captures else node
     return Definition(
-        start_line=_attachments_start(node, rules) + 1,
-        end_line=_end_row(last) + 1,
+        start_line=_attachments_start(node, rules, source) + 1,
+        end_line=_end_row(last, source) + 1,
         name=name,
         kind=kind,
         start_byte=node.start_byte,
@@ -108,19 +110,22 @@ def _definition(captures: dict[str, list[Node]], rules: LanguageRules) -> Defini
     )
 
 
-def _end_row(node: Node) -> int:
-    """The last row holding text of `node` (some grammars end a node after its newline)."""
+def _end_row(node: Node, source: bytes) -> int:
+    """The last row holding text of `node`: some grammars end a node after its newline, or
+    after the indentation of the next line (Scala, Groovy)."""
     row, column = node.end_point
-    return row - 1 if column == 0 and row > node.start_point[0] else row
+    if row > node.start_point[0] and not source[node.end_byte - column : node.end_byte].strip():
+        return row - 1
+    return row
 
 
-def _attachments_start(node: Node, rules: LanguageRules) -> int:
+def _attachments_start(node: Node, rules: LanguageRules, source: bytes) -> int:
     """The first row of the doc comments and decorators directly above `node`."""
     start = node.start_point[0]
     prev = node.prev_named_sibling
-    while prev is not None and _end_row(prev) >= start - 1 and _attaches(prev, rules):
+    while prev is not None and _end_row(prev, source) >= start - 1 and _attaches(prev, rules):
         before = prev.prev_named_sibling
-        if before is not None and _end_row(before) == prev.start_point[0]:
+        if before is not None and _end_row(before, source) == prev.start_point[0]:
             break  # a trailing comment of the code before, not a leading one of ours
         start = prev.start_point[0]
         prev = before
@@ -141,7 +146,7 @@ def _qualify(definition: Definition, parent: Definition | None, rules: LanguageR
             definition.kind == "function"
             and rules.methods_in_containers
             and parent.is_container
-            and parent.kind != "namespace"
+            and parent.kind not in ("namespace", "module")
         ):
             definition.kind = "method"
         separator = dict(rules.member_separators).get(definition.kind, rules.separator)

@@ -13,6 +13,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from chunkers import Chunk, ChunkerConfig, chunk_file
+from chunkers.grammars import parser_for
+from chunkers.symbols import extract
 from chunkers.text import Source, decode
 
 FIXTURES = Path(__file__).parent / "fixtures" / "chunkers"
@@ -80,3 +82,17 @@ def test_coverage_survives_random_line_deletions(
     data = b"\n".join(lines)
     result = chunk_file(fixture, data, CONFIGS[config])
     assert uncovered(data, result.chunks) == []
+
+
+@pytest.mark.parametrize("fixture", ALL_FIXTURES)
+def test_truncated_code_still_chunks(fixture: str) -> None:
+    # Half a file (an editor mid-save, a bad merge) is broken code: the parse must tolerate it,
+    # keep the symbols before the cut, and still cover every line.
+    data = (FIXTURES / fixture).read_bytes()
+    broken = data[: len(data) * 3 // 5] + b"\n)]} <<<<<<< HEAD\n"
+    result = chunk_file(fixture, broken, CONFIGS["small"])
+    assert uncovered(broken, result.chunks) == []
+    if result.fallback is None and result.language is not None:
+        source = decode(broken).encode()
+        tree = parser_for(result.language).parse(source)
+        assert extract(tree, result.language, source), "no definition survived the cut"

@@ -185,8 +185,7 @@ EXPECTED: dict[str, tuple[str, list[Row]]] = {
         (None, "block", 1, 11),
         ("Ledger", "class_header", 13, 18),
         ("Ledger.post", "method", 20, 29),
-        ("Ledger.balance", "method", 31, 34),
-        ("Ledger.report", "method", 35, 44),
+        ("Ledger.report", "method", 31, 44),
         ("Ledger", "object", 46, 57),
     ]),
     "scheme/queue.scm": ("scheme", [
