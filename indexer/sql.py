@@ -221,3 +221,101 @@ SELECT repo, path, error, error_at
  ORDER BY error_at DESC, repo, path
  LIMIT %(limit)s
 """
+
+# --- search ---------------------------------------------------------------------------------
+
+# Filters shared by both rankers; a NULL parameter disables its filter.
+_SEARCH_FILTERS = """
+   AND (%(repo)s::text IS NULL OR f.repo = %(repo)s)
+   AND (%(language)s::text IS NULL OR f.language = %(language)s)
+   AND (%(path_re)s::text IS NULL OR f.path ~ %(path_re)s)
+"""
+SET_EF_SEARCH = "SELECT set_config('hnsw.ef_search', %(ef)s, true)"
+# Filtered searches keep scanning the HNSW graph until enough rows pass the filters
+# (pgvector >= 0.8); without it a filter would thin out a short candidate list.
+SET_ITERATIVE_SCAN = "SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true)"
+PGVECTOR_HAS_ITERATIVE_SCAN = "SELECT 1 FROM pg_settings WHERE name = 'hnsw.iterative_scan'"
+VECTOR_CANDIDATES = (
+    """
+SELECT c.id, c.embedding <=> %(vector)s AS distance
+  FROM {schema}.rag_chunk c
+  JOIN {schema}.rag_file f ON f.id = c.file_id
+ WHERE c.embedding IS NOT NULL
+"""
+    + _SEARCH_FILTERS
+    + """
+ ORDER BY c.embedding <=> %(vector)s
+ LIMIT %(limit)s
+"""
+)
+# Weights are {D, C, B, A}: symbol names (A) and paths (B) count more than body text (C).
+KEYWORD_CANDIDATES = (
+    """
+SELECT c.id, ts_rank_cd('{{0.05, 0.2, 0.5, 1.0}}', c.tsv, q.query) AS rank
+  FROM {schema}.rag_chunk c
+  JOIN {schema}.rag_file f ON f.id = c.file_id,
+       to_tsquery('simple', %(tsquery)s) AS q(query)
+ WHERE c.tsv @@ q.query
+"""
+    + _SEARCH_FILTERS
+    + """
+ ORDER BY rank DESC, c.id
+ LIMIT %(limit)s
+"""
+)
+SYMBOL_MATCHES = (
+    """
+SELECT c.id
+  FROM {schema}.rag_chunk c
+  JOIN {schema}.rag_file f ON f.id = c.file_id
+ WHERE (lower(c.symbol) = lower(%(symbol)s)
+        OR lower(c.symbol) LIKE '%%.' || lower(%(symbol)s)
+        OR lower(c.symbol) LIKE '%%::' || lower(%(symbol)s))
+"""
+    + _SEARCH_FILTERS
+    + """
+ ORDER BY length(c.symbol), c.id
+ LIMIT 5
+"""
+)
+CHUNKS_BY_ID = """
+SELECT c.id AS chunk_id, f.repo, f.path, c.start_line, c.end_line, c.symbol, c.kind,
+       f.language, c.content
+  FROM {schema}.rag_chunk c
+  JOIN {schema}.rag_file f ON f.id = c.file_id
+ WHERE c.id = ANY(%(ids)s)
+"""
+
+# --- sweeps ---------------------------------------------------------------------------------
+
+# Session-level advisory locks, one per project, held on a dedicated connection for the whole
+# sweep: a killed process drops its connection and with it the lock.
+TRY_SWEEP_LOCK = "SELECT pg_try_advisory_lock(hashtext('code-rag:sweep'), hashtext(%(name)s))"
+SWEEP_LOCK = "SELECT pg_advisory_lock(hashtext('code-rag:sweep'), hashtext(%(name)s))"
+SWEEP_UNLOCK = "SELECT pg_advisory_unlock(hashtext('code-rag:sweep'), hashtext(%(name)s))"
+SWEEP_LOCK_HELD = """
+SELECT 1 FROM pg_locks
+ WHERE locktype = 'advisory' AND granted
+   AND classid = hashtext('code-rag:sweep')::oid AND objid = hashtext(%(name)s)::oid
+"""
+START_SWEEP = """
+INSERT INTO {schema}.rag_sweep (started_at, outcome) VALUES (now(), 'running') RETURNING id
+"""
+FINISH_SWEEP = """
+UPDATE {schema}.rag_sweep SET finished_at = now(), outcome = %(outcome)s, report = %(report)s
+ WHERE id = %(id)s
+"""
+# A sweep whose process died leaves 'running' behind; the next one marks it.
+ABANDON_SWEEPS = """
+UPDATE {schema}.rag_sweep SET outcome = 'interrupted', finished_at = now()
+ WHERE outcome = 'running'
+"""
+LAST_SWEEPS = """
+SELECT id, started_at, finished_at, outcome, report
+  FROM {schema}.rag_sweep
+ ORDER BY id DESC
+ LIMIT %(limit)s
+"""
+TOUCH_FILE = """
+UPDATE {schema}.rag_file SET size = %(size)s, mtime_ns = %(mtime_ns)s WHERE id = %(id)s
+"""

@@ -328,3 +328,65 @@ def file_chunks(conn: Conn, project: str, repo: str, path: str) -> list[tuple[An
     return conn.execute(
         statement(sql.FILE_CHUNKS, project), {"repo": repo, "path": path}
     ).fetchall()
+
+
+def touch_file(conn: Conn, project: str, file_id: int, size: int, mtime_ns: int) -> None:
+    """Record a new size/mtime for a file whose content hash did not change."""
+    conn.execute(
+        statement(sql.TOUCH_FILE, project), {"id": file_id, "size": size, "mtime_ns": mtime_ns}
+    )
+
+
+# --- sweeps ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class SweepRecord:
+    id: int
+    started_at: datetime
+    finished_at: datetime | None
+    outcome: str
+    report: dict[str, Any]
+
+
+def try_sweep_lock(conn: Conn, project: str, *, wait: bool = False) -> bool:
+    """Take the project's sweep lock on `conn` (an autocommit connection kept for the sweep)."""
+    name = validate_project_name(project)
+    if wait:
+        conn.execute(sql.SWEEP_LOCK, {"name": name})
+        return True
+    row = conn.execute(sql.TRY_SWEEP_LOCK, {"name": name}).fetchone()
+    return bool(row and row[0])
+
+
+def release_sweep_lock(conn: Conn, project: str) -> None:
+    conn.execute(sql.SWEEP_UNLOCK, {"name": validate_project_name(project)})
+
+
+def sweep_running(conn: Conn, project: str) -> bool:
+    """Whether any process holds the project's sweep lock right now."""
+    row = conn.execute(sql.SWEEP_LOCK_HELD, {"name": validate_project_name(project)}).fetchone()
+    return row is not None
+
+
+def start_sweep(conn: Conn, project: str) -> int:
+    with conn.transaction():
+        conn.execute(statement(sql.ABANDON_SWEEPS, project))
+        row = conn.execute(statement(sql.START_SWEEP, project)).fetchone()
+    assert row is not None
+    return int(row[0])
+
+
+def finish_sweep(
+    conn: Conn, project: str, sweep_id: int, outcome: str, report: dict[str, Any]
+) -> None:
+    with conn.transaction():
+        conn.execute(
+            statement(sql.FINISH_SWEEP, project),
+            {"id": sweep_id, "outcome": outcome, "report": Jsonb(report)},
+        )
+
+
+def last_sweeps(conn: Conn, project: str, limit: int = 1) -> list[SweepRecord]:
+    rows = conn.execute(statement(sql.LAST_SWEEPS, project), {"limit": limit}).fetchall()
+    return [SweepRecord(*row) for row in rows]

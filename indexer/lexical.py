@@ -1,0 +1,82 @@
+"""Identifier-aware terms for keyword search, the same on the index side and the query side.
+
+Code names things `getUserById`, `get_user_by_id` or `get-user-by-id`; a person types "get user
+by id". Each identifier yields its lowercased parts (split at camelCase humps, digits,
+underscores and hyphens) and, when it has several parts, the whole identifier joined without
+separators, so all four spellings meet on `get`, `user`, `by`, `id` and `getuserbyid`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+IDENTIFIER_RE = re.compile(r"[^\W_][\w-]*|_[\w-]+")  # hyphens kept: kebab-case is one name
+MAX_TERM_CHARS = 60  # longer "words" are data (hashes, base64), not names
+MAX_QUERY_TERMS = 32
+
+
+def _humps(piece: str) -> list[str]:
+    """Split at lower->Upper, letter<->digit, and before the last capital of a capital run."""
+    out: list[str] = []
+    start = 0
+    for i in range(1, len(piece)):
+        prev, cur = piece[i - 1], piece[i]
+        nxt = piece[i + 1] if i + 1 < len(piece) else ""
+        if (
+            (prev.islower() and cur.isupper())
+            or (prev.isdigit() != cur.isdigit())
+            or (prev.isupper() and cur.isupper() and nxt.islower())
+        ):
+            out.append(piece[start:i])
+            start = i
+    out.append(piece[start:])
+    return [p.lower() for p in out if p]
+
+
+def split_identifier(identifier: str) -> list[str]:
+    """The lowercased parts of one identifier: `parseHTTPResponse2` -> parse, http, response, 2."""
+    parts: list[str] = []
+    for piece in re.split(r"[_\-]+", identifier):
+        parts.extend(_humps(piece))
+    return parts
+
+
+def identifier_terms(identifier: str) -> list[str]:
+    """Parts of an identifier plus, for compound names, the whole name joined."""
+    parts = split_identifier(identifier)
+    if len(parts) > 1:
+        parts.append("".join(parts))
+    return [p for p in parts if len(p) <= MAX_TERM_CHARS]
+
+
+def terms(text: str) -> list[str]:
+    """Every term of a text, in order, duplicates kept (frequency matters to ranking)."""
+    out: list[str] = []
+    for match in IDENTIFIER_RE.finditer(text):
+        out.extend(identifier_terms(match.group(0)))
+    return out
+
+
+def terms_text(text: str) -> str:
+    """Terms as one space-separated string, for `to_tsvector('simple', ...)`."""
+    return " ".join(terms(text))
+
+
+def path_terms_text(path: str) -> str:
+    """Terms of a repo-relative path: its folders, the file's stem and its extension."""
+    return terms_text(path.replace("/", " ").replace(".", " "))
+
+
+def query_terms(query: str) -> list[str]:
+    """Distinct terms of a query, in order of first appearance, capped."""
+    seen: dict[str, None] = {}
+    for term in terms(query):
+        seen.setdefault(term, None)
+    return list(seen)[:MAX_QUERY_TERMS]
+
+
+def tsquery_any(words: Iterable[str]) -> str:
+    """A `to_tsquery('simple', ...)` text that matches any of `words` (quoted, so it parses)."""
+    quoted = ["'" + w.replace("\\", "\\\\").replace("'", "''") + "'" for w in words]
+    return " | ".join(quoted)

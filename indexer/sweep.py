@@ -1,0 +1,502 @@
+"""A sweep: bring one project's index in line with its roots, and report what it did.
+
+walk → compare (size, mtime) with `rag_file`, hash only candidates → chunk changed files → reuse
+stored vectors by content hash, embed the rest in batches spanning files → write each file with
+its chunks in a savepoint, committing every N files → delete rows of files that are gone.
+
+Invariants: one sweep per project at a time (a PostgreSQL advisory lock, whoever starts it); a
+file is always either fully old or fully new (a killed process loses at most its open batch,
+which the next sweep redoes); a failing file is recorded with its reason and retried next
+sweep, never taking its neighbours down; vectors of two models never mix. Preparation (read,
+hash, chunk, cache look-up) runs in a thread ahead of embedding, so the embedder stays busy.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import logging
+import queue
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+import numpy as np
+import psycopg
+
+from chunkers import CHUNKER_VERSION, Chunk, ChunkerConfig, chunk_file, embedding_text
+from indexer import lexical, store
+from indexer.db import Database, mapped_errors
+from indexer.embed import Embedder, EmbeddingModel, needs_reembed, reembed_warning
+from indexer.errors import DatabaseError, RagError, SweepRunning
+from indexer.project import Project
+from indexer.walk import Candidate, Walker, WalkOptions
+
+log = logging.getLogger("code_rag.sweep")
+
+DEFAULT_FILES_PER_COMMIT = 50
+MAX_FAILURES_REPORTED = 200
+
+
+@dataclass(frozen=True)
+class SweepOptions:
+    files_per_commit: int = DEFAULT_FILES_PER_COMMIT
+    walk: WalkOptions = field(default_factory=WalkOptions)
+    chunker: ChunkerConfig = field(default_factory=ChunkerConfig)
+
+
+@dataclass(frozen=True, slots=True)
+class SweepProgress:
+    """Handed to the progress callback after the walk and after each committed batch."""
+
+    project: str
+    phase: str  # "walk", "index", "done"
+    files_done: int
+    files_total: int
+    chunks_written: int
+    elapsed: float
+
+    @property
+    def files_per_second(self) -> float:
+        return self.files_done / self.elapsed if self.elapsed > 0 else 0.0
+
+
+ProgressCallback = Callable[[SweepProgress], None]
+
+
+@dataclass
+class SweepReport:
+    """What one sweep saw and did; stored as JSON in `rag_sweep` and shown by status."""
+
+    project: str
+    started_at: str = ""
+    finished_at: str = ""
+    outcome: str = "running"  # ok | partial (some files failed) | failed
+    error: str | None = None
+    full: bool = False
+    files_seen: int = 0
+    files_unchanged: int = 0
+    files_changed: int = 0
+    files_deleted: int = 0
+    files_failed: int = 0
+    skipped: dict[str, int] = field(default_factory=dict)
+    failures: list[dict[str, str]] = field(default_factory=list)
+    chunks_written: int = 0
+    chunks_embedded: int = 0
+    cache_hits: int = 0
+    embed_requests: int = 0
+    embed_retries: int = 0
+    embed_truncated: int = 0
+    seconds: dict[str, float] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+
+    def add_time(self, phase: str, seconds: float) -> None:
+        self.seconds[phase] = round(self.seconds.get(phase, 0.0) + seconds, 4)
+
+    def fail_file(self, repo: str, path: str, reason: str) -> None:
+        self.files_failed += 1
+        if len(self.failures) < MAX_FAILURES_REPORTED:
+            self.failures.append({"repo": repo, "path": path, "reason": reason})
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class _Prepared:
+    """One changed file, read, hashed and chunked, with the vectors found in the cache."""
+
+    candidate: Candidate
+    sha256: str
+    language: str | None
+    chunks: tuple[Chunk, ...] = ()
+    hashes: tuple[str, ...] = ()
+    error: str | None = None
+    touch_id: int | None = None  # same content as stored: only size/mtime change
+
+
+@dataclass
+class _Batch:
+    files: list[_Prepared]
+    cached: dict[str, Any]
+
+
+_DONE = object()
+
+
+def content_hash(chunk: Chunk) -> str:
+    """The embedding-cache key: a chunk's symbol and text (its path is left out on purpose,
+    so renaming or moving a file reuses its vectors)."""
+    return hashlib.sha256(f"{chunk.symbol or ''}\n{chunk.content}".encode()).hexdigest()
+
+
+def _clean(text: str) -> str:
+    return text.replace("\x00", "\ufffd")  # PostgreSQL text cannot hold NUL
+
+
+class _Sweep:
+    def __init__(
+        self,
+        db: Database,
+        conn: store.Conn,
+        project: Project,
+        embedder: Embedder,
+        options: SweepOptions,
+        report: SweepReport,
+        progress: ProgressCallback | None,
+    ) -> None:
+        self.db = db
+        self.conn = conn
+        self.project = project
+        self.name = project.name
+        self.embedder = embedder
+        self.options = options
+        self.report = report
+        self.progress = progress
+        self.started = time.perf_counter()
+
+    # -- model bookkeeping -------------------------------------------------------------------
+
+    def prepare_index(self, full: bool) -> bool:
+        """Make the index ready for this embedder; return True when every file must be redone."""
+        identity: EmbeddingModel = self.embedder.identity
+        conn = self.conn
+        recorded_raw = store.get_meta(conn, self.name, "embedding")
+        recorded = EmbeddingModel.from_dict(recorded_raw) if recorded_raw else None
+        redo = full
+        with conn.transaction():
+            if needs_reembed(recorded, identity):
+                assert recorded is not None
+                warning = reembed_warning(recorded, identity, self.name)
+                log.warning(warning)
+                self.report.warnings.append(warning)
+                redo = True
+            if redo:
+                store.clear_project(conn, self.name)
+            store.set_embedding_dimension(conn, self.name, identity.dimension)
+            store.set_meta(conn, self.name, "embedding", identity.to_dict())
+            if store.get_meta(conn, self.name, "chunker_version") != CHUNKER_VERSION:
+                redo = True
+                store.set_meta(conn, self.name, "chunker_version", CHUNKER_VERSION)
+        conn.commit()
+        return redo
+
+    # -- the phases --------------------------------------------------------------------------
+
+    def run(self, full: bool) -> None:
+        report = self.report
+        redo = self.prepare_index(full)
+
+        t = time.perf_counter()
+        walked = Walker(self.project, self.options.walk).walk()
+        report.add_time("walk", time.perf_counter() - t)
+        report.files_seen = len(walked.files)
+        report.skipped = walked.skipped_by_reason()
+
+        t = time.perf_counter()
+        repos = [root.name for root in self.project.roots]
+        removed_roots = store.delete_repos_except(self.conn, self.name, repos)
+        states = store.file_states(self.conn, self.name)
+        self.conn.commit()
+        seen = {(c.repo, c.path) for c in walked.files}
+        gone = [s.id for key, s in states.items() if key not in seen]
+        todo: list[tuple[Candidate, store.FileState | None]] = []
+        for cand in walked.files:
+            state = states.get((cand.repo, cand.path))
+            if (
+                not redo
+                and state is not None
+                and state.error is None
+                and state.size == cand.size
+                and state.mtime_ns == cand.mtime_ns
+            ):
+                report.files_unchanged += 1
+            else:
+                todo.append((cand, None if redo else state))
+        report.add_time("compare", time.perf_counter() - t)
+        self._progress("walk", 0, len(todo))
+
+        self.index(todo)
+
+        t = time.perf_counter()
+        with mapped_errors(f"deleting removed files of {self.name}"):
+            report.files_deleted = removed_roots + store.delete_files(self.conn, self.name, gone)
+            self.conn.commit()
+        report.add_time("delete", time.perf_counter() - t)
+
+    def index(self, todo: list[tuple[Candidate, store.FileState | None]]) -> None:
+        """Prepare in a thread, embed and write here; batches of `files_per_commit` files."""
+        if not todo:
+            return
+        batches: queue.Queue[Any] = queue.Queue(maxsize=2)
+        stop = threading.Event()
+        producer = threading.Thread(
+            target=self._produce, args=(todo, batches, stop), name="sweep-prepare", daemon=True
+        )
+        producer.start()
+        done = 0
+        try:
+            while True:
+                t = time.perf_counter()
+                item = batches.get()
+                self.report.add_time("wait_prepare", time.perf_counter() - t)
+                if item is _DONE:
+                    break
+                if isinstance(item, BaseException):
+                    raise item
+                self._embed_and_write(item)
+                done += len(item.files)
+                self._progress("index", done, len(todo))
+        finally:
+            stop.set()
+            while producer.is_alive():  # unblock a producer waiting on a full queue
+                try:
+                    batches.get_nowait()
+                except queue.Empty:
+                    producer.join(0.05)
+
+    def _produce(
+        self,
+        todo: list[tuple[Candidate, store.FileState | None]],
+        out: queue.Queue[Any],
+        stop: threading.Event,
+    ) -> None:
+        try:
+            size = self.options.files_per_commit
+            with self.db.connection() as conn:
+                for start in range(0, len(todo), size):
+                    if stop.is_set():
+                        return
+                    files = [self._prepare(c, s) for c, s in todo[start : start + size]]
+                    t = time.perf_counter()
+                    hashes = sorted({h for f in files for h in f.hashes})
+                    cached = store.cached_embeddings(conn, self.name, hashes)
+                    conn.rollback()
+                    self.report.add_time("cache_lookup", time.perf_counter() - t)
+                    out.put(_Batch(files, cached))
+            out.put(_DONE)
+        except BaseException as exc:  # handed to the main thread, which raises it
+            if isinstance(exc, psycopg.Error):
+                exc = DatabaseError(f"reading the index of {self.name}: {exc}")
+            out.put(exc)
+
+    def _prepare(self, cand: Candidate, state: store.FileState | None) -> _Prepared:
+        t = time.perf_counter()
+        try:
+            data = cand.absolute.read_bytes()
+        except OSError as exc:
+            self.report.add_time("read", time.perf_counter() - t)
+            return _Prepared(cand, "", None, error=f"cannot read the file: {exc.strerror or exc}")
+        sha = hashlib.sha256(data).hexdigest()
+        self.report.add_time("read", time.perf_counter() - t)
+        if state is not None and state.error is None and state.sha256 == sha:
+            return _Prepared(cand, sha, None, touch_id=state.id)
+        t = time.perf_counter()
+        try:
+            result = chunk_file(cand.path, data, self.options.chunker)
+        except Exception as exc:  # a chunker bug must cost one file, not the sweep
+            log.exception("chunking %s/%s failed", cand.repo, cand.path)
+            return _Prepared(cand, sha, None, error=f"chunking failed: {exc}")
+        finally:
+            self.report.add_time("chunk", time.perf_counter() - t)
+        if result.refused:
+            return _Prepared(cand, sha, result.language, error=f"not indexed: {result.refused}")
+        return _Prepared(
+            cand,
+            sha,
+            result.language,
+            chunks=result.chunks,
+            hashes=tuple(content_hash(c) for c in result.chunks),
+        )
+
+    def _embed_and_write(self, batch: _Batch) -> None:
+        report = self.report
+        vectors: dict[str, Any] = dict(batch.cached)
+        wanted: dict[str, tuple[str, str]] = {}  # hash -> (text, label), first occurrence
+        for f in batch.files:
+            for chunk, h in zip(f.chunks, f.hashes, strict=True):
+                if h in vectors:
+                    report.cache_hits += 1
+                elif h not in wanted:
+                    label = (
+                        f"{f.candidate.repo}/{f.candidate.path}:{chunk.start_line}-{chunk.end_line}"
+                    )
+                    if chunk.symbol:
+                        label += f" {chunk.symbol}"
+                    wanted[h] = (embedding_text(chunk, f.candidate.path), label)
+        refused: dict[str, str] = {}
+        if wanted:
+            keys = list(wanted)
+            t = time.perf_counter()
+            result = self.embedder.embed_documents(
+                [wanted[k][0] for k in keys], [wanted[k][1] for k in keys]
+            )
+            report.add_time("embed", time.perf_counter() - t)
+            report.embed_requests += result.requests
+            report.embed_retries += result.retries
+            report.embed_truncated += len(result.truncated)
+            report.chunks_embedded += sum(v is not None for v in result.vectors)
+            for key, vector in zip(keys, result.vectors, strict=True):
+                if vector is not None:
+                    vectors[key] = np.asarray(vector, dtype=np.float32)
+            for r in result.refused:
+                refused[keys[r.index]] = f"the embedder refused {r.label}: {r.reason}"
+        t = time.perf_counter()
+        self._write(batch, vectors, refused)
+        report.add_time("store", time.perf_counter() - t)
+
+    def _write(self, batch: _Batch, vectors: dict[str, Any], refused: dict[str, str]) -> None:
+        conn, report = self.conn, self.report
+        with mapped_errors(f"writing the index of {self.name}"):
+            for f in batch.files:
+                cand = f.candidate
+                if f.touch_id is not None:
+                    store.touch_file(conn, self.name, f.touch_id, cand.size, cand.mtime_ns)
+                    report.files_unchanged += 1
+                    continue
+                reason = f.error or next((refused[h] for h in f.hashes if h in refused), None)
+                if reason is None:
+                    try:
+                        self._upsert(f, vectors)
+                        report.files_changed += 1
+                        report.chunks_written += len(f.chunks)
+                        continue
+                    except psycopg.OperationalError:
+                        raise
+                    except psycopg.Error as exc:
+                        reason = f"could not be stored: {str(exc).strip().splitlines()[0]}"
+                store.record_file_error(conn, self.name, cand.repo, cand.path, reason, f.language)
+                report.fail_file(cand.repo, cand.path, reason)
+                log.warning("%s/%s: %s", cand.repo, cand.path, reason)
+            conn.commit()
+
+    def _upsert(self, f: _Prepared, vectors: dict[str, Any]) -> None:
+        cand = f.candidate
+        path_terms = lexical.path_terms_text(cand.path)
+        rows = [
+            store.ChunkRow(
+                ordinal=i,
+                start_line=c.start_line,
+                end_line=c.end_line,
+                symbol=_clean(c.symbol) if c.symbol else None,
+                kind=c.kind,
+                content=_clean(c.content),
+                content_sha256=h,
+                embedding=vectors[h],
+                symbol_terms=lexical.terms_text(c.symbol or ""),
+                path_terms=path_terms,
+                body_terms=lexical.terms_text(c.content),
+            )
+            for i, (c, h) in enumerate(zip(f.chunks, f.hashes, strict=True))
+        ]
+        record = store.FileRecord(
+            cand.repo, cand.path, cand.size, cand.mtime_ns, f.sha256, f.language
+        )
+        store.upsert_file(self.conn, self.name, record, rows)
+
+    def _progress(self, phase: str, done: int, total: int) -> None:
+        if self.progress is not None:
+            self.progress(
+                SweepProgress(
+                    self.name,
+                    phase,
+                    done,
+                    total,
+                    self.report.chunks_written,
+                    time.perf_counter() - self.started,
+                )
+            )
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+def sweep_project(
+    db: Database,
+    project: Project,
+    embedder: Embedder,
+    options: SweepOptions = SweepOptions(),
+    *,
+    full: bool = False,
+    wait: bool = False,
+    progress: ProgressCallback | None = None,
+) -> SweepReport:
+    """Sweep `project` now and return its report (also stored in `rag_sweep`).
+
+    Raises `SweepRunning` when another sweep of the project holds its lock (unless `wait`),
+    and the `RagError` that stopped it when the whole sweep fails (embedder or database
+    unreachable); per-file failures do not raise, they are in the report.
+    """
+    report = SweepReport(project=project.name, started_at=_now(), full=full)
+    with _sweep_lock(db, project.name, wait), db.connection() as conn:
+        with mapped_errors(f"preparing the index of {project.name}"):
+            store.ensure_project(conn, project.name)
+            sweep_id = store.start_sweep(conn, project.name)
+            conn.commit()
+        started = time.perf_counter()
+        try:
+            _Sweep(db, conn, project, embedder, options, report, progress).run(full)
+        except (RagError, psycopg.Error) as exc:
+            conn.rollback()
+            report.outcome = "failed"
+            report.error = exc.message if isinstance(exc, RagError) else str(exc)
+            _finish(conn, project.name, sweep_id, report, started)
+            if isinstance(exc, psycopg.Error):
+                raise DatabaseError(f"sweep of {project.name} failed: {exc}") from exc
+            raise
+        except BaseException:
+            conn.rollback()
+            report.outcome = "failed"
+            report.error = "interrupted"
+            _finish(conn, project.name, sweep_id, report, started)
+            raise
+        report.outcome = "partial" if report.files_failed else "ok"
+        _finish(conn, project.name, sweep_id, report, started)
+        if progress is not None:
+            progress(
+                SweepProgress(
+                    project.name,
+                    "done",
+                    report.files_changed + report.files_failed,
+                    report.files_changed + report.files_failed,
+                    report.chunks_written,
+                    time.perf_counter() - started,
+                )
+            )
+    return report
+
+
+def _finish(
+    conn: store.Conn, name: str, sweep_id: int, report: SweepReport, started: float
+) -> None:
+    report.finished_at = _now()
+    report.add_time("total", time.perf_counter() - started)
+    try:
+        store.finish_sweep(conn, name, sweep_id, report.outcome, report.to_dict())
+        conn.commit()
+    except psycopg.Error as exc:  # the database may be what failed: the report still returns
+        log.warning("could not record the sweep report of %s: %s", name, exc)
+
+
+@contextlib.contextmanager
+def _sweep_lock(db: Database, name: str, wait: bool) -> Iterator[None]:
+    """Hold the project's sweep lock on a dedicated autocommit connection for the sweep."""
+    with mapped_errors(f"locking {name} for a sweep"):
+        conn = psycopg.connect(db.dsn, autocommit=True)
+    with conn:
+        with mapped_errors(f"locking {name} for a sweep"):
+            locked = store.try_sweep_lock(conn, name, wait=wait)
+        if not locked:
+            raise SweepRunning(
+                f"a sweep of {name} is already running; it will pick up every change, "
+                "or wait for it and run this again"
+            )
+        try:
+            yield
+        finally:
+            with contextlib.suppress(psycopg.Error):  # closing the connection releases it too
+                store.release_sweep_lock(conn, name)
