@@ -44,6 +44,7 @@ SKIPPED_DIR = "in a skipped folder"
 SECRET = "secret file"
 TOO_LARGE = "over the size cap"
 SYMLINK_OUT = "symlink leading out of the root"
+BROKEN_LINK = "broken symlink"
 NOT_REGULAR = "not a regular file"
 UNREADABLE = "unreadable"
 EMPTY = "empty"
@@ -162,8 +163,12 @@ class Walker:
                 yield Skipped(repo, rel, UNREADABLE)
                 continue
             if is_link:
-                target = self._link_target(base, Path(entry.path))
-                if target is None:
+                try:
+                    target = Path(entry.path).resolve(strict=True)
+                except (OSError, RuntimeError):
+                    yield Skipped(repo, rel, BROKEN_LINK)
+                    continue
+                if not target.is_relative_to(base):
                     yield Skipped(repo, rel, SYMLINK_OUT)
                     continue
                 if target.is_dir():
@@ -181,13 +186,6 @@ class Walker:
                     yield from self._walk_dir(repo, base, Path(entry.path), rel, ignores)
                 continue
             yield self._consider(repo, rel, Path(entry.path), ignores)
-
-    def _link_target(self, base: Path, link: Path) -> Path | None:
-        try:
-            target = link.resolve(strict=True)
-        except (OSError, RuntimeError):
-            return None
-        return target if target.is_relative_to(base) else None
 
     def _consider(self, repo: str, rel: str, path: Path, ignores: _Ignores) -> Candidate | Skipped:
         name = rel.rsplit("/", 1)[-1]

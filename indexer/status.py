@@ -1,0 +1,120 @@
+"""A project's status as read from the database: what `./bld status`, the admin `status` call
+and the `index_status` tool all show. Works whether or not a server runs; what only a running
+server knows (next scheduled sweep) is added by the server."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from datetime import datetime
+from typing import Any
+
+from chunkers import CHUNKER_VERSION
+from indexer import store
+from indexer.project import Project
+
+MAX_FAILURES = 20
+
+
+@dataclass(frozen=True, slots=True)
+class RepoStatus:
+    repo: str
+    path: str
+    files: int
+    chunks: int
+
+
+@dataclass(frozen=True, slots=True)
+class SweepSummary:
+    started_at: str
+    finished_at: str | None
+    seconds: float | None
+    outcome: str
+    error: str | None
+    files_changed: int
+    files_deleted: int
+    files_failed: int
+    chunks_written: int
+
+
+@dataclass(frozen=True, slots=True)
+class ProjectStatus:
+    project: str
+    indexed: bool  # False: no schema yet (never swept)
+    files: int = 0
+    chunks: int = 0
+    failed_files: int = 0
+    repos: tuple[RepoStatus, ...] = ()
+    last_sweep: SweepSummary | None = None
+    sweep_running: bool = False
+    failures: tuple[dict[str, Any], ...] = ()
+    embedding: dict[str, Any] | None = None
+    chunker_version: int | None = None
+    stale_chunker: bool = False
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data.update(data.pop("extra"))
+        return data
+
+
+def _iso(value: datetime | None) -> str | None:
+    return value.isoformat(timespec="seconds") if value else None
+
+
+def _sweep_summary(record: store.SweepRecord) -> SweepSummary:
+    report = record.report or {}
+    seconds = None
+    if record.finished_at is not None:
+        seconds = round((record.finished_at - record.started_at).total_seconds(), 2)
+    return SweepSummary(
+        started_at=_iso(record.started_at) or "",
+        finished_at=_iso(record.finished_at),
+        seconds=seconds,
+        outcome=record.outcome,
+        error=report.get("error"),
+        files_changed=int(report.get("files_changed", 0)),
+        files_deleted=int(report.get("files_deleted", 0)),
+        files_failed=int(report.get("files_failed", 0)),
+        chunks_written=int(report.get("chunks_written", 0)),
+    )
+
+
+def project_status(conn: store.Conn, project: Project) -> ProjectStatus:
+    """Everything the database knows about one configured project."""
+    running = store.sweep_running(conn, project.name)
+    if not store.project_exists(conn, project.name):
+        repos = tuple(RepoStatus(r.name, str(r.path), 0, 0) for r in project.roots)
+        return ProjectStatus(project.name, indexed=False, repos=repos, sweep_running=running)
+    summary = store.summary(conn, project.name)
+    counts = {c.repo: c for c in store.repo_counts(conn, project.name)}
+    repos = tuple(
+        RepoStatus(
+            r.name,
+            str(r.path),
+            counts[r.name].files if r.name in counts else 0,
+            counts[r.name].chunks if r.name in counts else 0,
+        )
+        for r in project.roots
+    )
+    records = store.last_sweeps(conn, project.name, limit=1)
+    failures = tuple(
+        {"repo": f.repo, "path": f.path, "error": f.error, "since": _iso(f.error_at)}
+        for f in store.failures(conn, project.name, limit=MAX_FAILURES)
+    )
+    meta = store.all_meta(conn, project.name)
+    chunker_version = meta.get("chunker_version")
+    return ProjectStatus(
+        project=project.name,
+        indexed=True,
+        files=summary.files,
+        chunks=summary.chunks,
+        failed_files=summary.failed_files,
+        repos=repos,
+        last_sweep=_sweep_summary(records[0]) if records else None,
+        sweep_running=running,
+        failures=failures,
+        embedding=meta.get("embedding"),
+        chunker_version=chunker_version,
+        stale_chunker=chunker_version is not None and chunker_version != CHUNKER_VERSION,
+    )

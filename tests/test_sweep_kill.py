@@ -1,0 +1,124 @@
+"""A sweep process killed mid-way leaves every file fully old or fully new, releases its lock,
+and the next sweep converges."""
+
+from __future__ import annotations
+
+import hashlib
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+from typing import Any
+
+import psycopg
+
+from indexer import store
+from indexer.db import Database
+from indexer.embed import make_embedder
+from indexer.project import Project, Root
+from indexer.sweep import SweepOptions, sweep_project
+from tests.ollama_standin import OllamaStandin, ollama_standin
+
+__all__ = ["ollama_standin"]
+
+ROOT = Path(__file__).resolve().parent.parent
+FILES = 40
+
+
+def source(i: int, version: int) -> str:
+    return "\n".join(
+        f"def function_{i}_{n}_v{version}(x):\n    return x + {n * version}  # VERSION_{version}\n"
+        for n in range(3)
+    )
+
+
+def write_tree(root: Path, version: int) -> dict[str, str]:
+    shas = {}
+    for i in range(FILES):
+        path = root / f"mod{i:02d}.py"
+        text = source(i, version)
+        path.write_text(text, encoding="utf-8")
+        shas[path.name] = hashlib.sha256(text.encode()).hexdigest()
+    return shas
+
+
+def file_versions(conn: psycopg.Connection[Any], project: str) -> dict[str, int]:
+    """Per file, the one version all of its chunks and its hash agree on (asserted)."""
+    conn.rollback()
+    versions = {}
+    for (repo, path), state in store.file_states(conn, project).items():
+        chunks = store.file_chunks(conn, project, repo, path)
+        assert len(chunks) == state.chunk_count
+        marks = {v for v in (1, 2) for c in chunks if f"VERSION_{v}" in c[5]}
+        assert len(marks) == 1, f"{path} mixes versions {marks}"
+        versions[path] = marks.pop()
+    conn.rollback()
+    return versions
+
+
+def test_killed_sweep_leaves_files_whole_and_the_next_sweep_converges(
+    database: Database, conn: psycopg.Connection[Any], project_name: str, tmp_path: Path,
+    ollama_standin: OllamaStandin,
+) -> None:
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    old = write_tree(tree, 1)
+    project = Project(project_name, (Root(tree, "tree"),))
+    embedder = make_embedder("ollama", "nomic-embed-text:v1.5", ollama_standin.url)
+    sweep_project(database, project, embedder, SweepOptions(files_per_commit=4))
+    time.sleep(0.01)
+    new = write_tree(tree, 2)
+    assert old != new
+
+    ollama_standin.delay_seconds = 0.4  # each batch of 4 files waits on the "model"
+    script = textwrap.dedent(
+        f"""
+        from pathlib import Path
+        from indexer.db import Database
+        from indexer.embed import make_embedder
+        from indexer.project import Project, Root
+        from indexer.sweep import SweepOptions, sweep_project
+        db = Database({database.dsn!r}, Path(".")).open()
+        project = Project({project_name!r}, (Root(Path({str(tree)!r}), "tree"),))
+        embedder = make_embedder("ollama", "nomic-embed-text:v1.5", {ollama_standin.url!r})
+        sweep_project(db, project, embedder, SweepOptions(files_per_commit=4))
+        print("finished")
+        """
+    )
+    proc = subprocess.Popen([sys.executable, "-c", script], cwd=ROOT, stdout=subprocess.PIPE)
+    try:
+        deadline = time.time() + 60
+        while time.time() < deadline:
+            versions = file_versions(conn, project_name)
+            if sum(v == 2 for v in versions.values()) >= 8:
+                break
+            time.sleep(0.1)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == -signal.SIGKILL
+
+    # Mid-way: some files new, some old, none mixed (file_versions asserts it per file).
+    versions = file_versions(conn, project_name)
+    assert len(versions) == FILES
+    assert 0 < sum(v == 2 for v in versions.values()) < FILES
+    # The dead process's lock went with its connection.
+    deadline = time.time() + 10
+    while store.sweep_running(conn, project_name) and time.time() < deadline:
+        time.sleep(0.1)
+    assert not store.sweep_running(conn, project_name)
+    conn.rollback()
+
+    ollama_standin.delay_seconds = 0.0
+    report = sweep_project(database, project, embedder, SweepOptions(files_per_commit=4))
+    assert report.outcome == "ok"
+    assert set(file_versions(conn, project_name).values()) == {2}
+    states = store.file_states(conn, project_name)
+    assert {path: s.sha256 for (_r, path), s in states.items()} == new
+    [last, killed] = store.last_sweeps(conn, project_name, limit=2)
+    assert (last.outcome, killed.outcome) == ("ok", "interrupted")
+    conn.rollback()
