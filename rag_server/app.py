@@ -1,0 +1,260 @@
+"""The Litestar app: routes, the guard in front of them, and the lifespan that opens everything.
+
+    POST /rag-mcp/{project}   MCP (streamable HTTP, stateless), one endpoint per project
+    POST /rag-admin           admin JSON-RPC: reindex, status
+    GET/DELETE on either      405, Allow: POST (after the guard)
+
+The guard runs before every route, in this order: a `Host` that is not loopback (DNS
+rebinding) and a present `Origin` that is not localhost are refused, then the token
+(`X-RAG-Token`, or `Authorization: Bearer`) is compared in constant time. Every refusal is 403
+with a JSON-RPC error body and no `WWW-Authenticate`: a 401 would send Claude Code into OAuth
+discovery, which fails with a confusing message. Paths that are no route (`/.well-known/*`,
+`/register`) never reach the guard and are plain 404s. The lifespan opens the database, the
+embedder and the scheduler (each unless given), and closes what it opened.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hmac
+import logging
+from collections.abc import AsyncIterator, Callable
+from urllib.parse import urlsplit
+
+import anyio
+from litestar import Litestar, Request, Response, post, route
+from litestar.enums import HttpMethod
+from litestar.exceptions.http_exceptions import RequestEntityTooLarge
+from litestar.types import ASGIApp, Receive, Scope, Send
+
+from indexer.db import Database
+from indexer.embed import Embedder, make_embedder
+from indexer.errors import ProjectNotFound
+from rag_server import admin, jsonrpc, mcp
+from rag_server.config import Settings
+from rag_server.jsonrpc import FORBIDDEN, INVALID_REQUEST, NOT_FOUND, RpcError
+from rag_server.scheduler import SweepScheduler
+from rag_server.service import Service
+from rag_server.tools import ProjectTools
+
+log = logging.getLogger("code_rag.app")
+
+MCP_PATH = "/rag-mcp"
+ADMIN_PATH = "/rag-admin"
+MAX_BODY_BYTES = 1_048_576  # one JSON-RPC message; ours are a few hundred bytes
+TOKEN_HEADER = "x-rag-token"
+LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})
+WILDCARD_HOSTS = frozenset({"", "0.0.0.0", "::"})
+
+
+def mcp_url(settings: Settings, project: str) -> str:
+    host = settings.server.host
+    if host in WILDCARD_HOSTS:
+        host = "127.0.0.1"
+    if ":" in host:
+        host = f"[{host}]"
+    return f"http://{host}:{settings.server.port}{MCP_PATH}/{project}"
+
+
+# --- the guard ------------------------------------------------------------------------------------
+
+
+def _host_name(value: str) -> str:
+    """The host of a Host header value, lowercased, without port or trailing dot."""
+    value = value.strip().lower()
+    if value.startswith("["):
+        return value[1 : value.find("]")] if "]" in value else value
+    if value.count(":") == 1:
+        value = value.split(":", 1)[0]
+    return value.rstrip(".")
+
+
+def allowed_hosts(settings: Settings) -> frozenset[str]:
+    configured = settings.server.host.strip().lower().strip("[]")
+    extra = {configured} if configured not in WILDCARD_HOSTS else set()
+    return LOOPBACK_NAMES | extra
+
+
+def refusal(headers: dict[str, str], token: str, hosts: frozenset[str]) -> str | None:
+    """Why the request must be refused, or None. Host and Origin first, then the token."""
+    host = headers.get("host")
+    if host is not None and _host_name(host) not in hosts:
+        return (
+            f"Host {host!r} is not served: connect to http://127.0.0.1 (requests naming "
+            "another host are refused to stop DNS rebinding)"
+        )
+    origin = headers.get("origin")
+    if origin is not None:
+        parts = urlsplit(origin)
+        if parts.scheme not in ("http", "https") or (parts.hostname or "") not in LOOPBACK_NAMES:
+            return f"Origin {origin!r} is not allowed: only localhost pages may call this server"
+    given = headers.get(TOKEN_HEADER, "")
+    if not given:
+        bearer = headers.get("authorization", "")
+        if bearer[:7].lower() == "bearer ":
+            given = bearer[7:].strip()
+    if not given or not hmac.compare_digest(given.encode(), token.encode()):
+        return (
+            "Missing or wrong token: send the header X-RAG-Token: <token> (./bld up and "
+            "./bld serve print it; it is kept in the data folder's token file)"
+        )
+    return None
+
+
+async def _send_json(send: Send, status: int, body: bytes) -> None:
+    headers = [
+        (b"content-type", b"application/json"),
+        (b"content-length", str(len(body)).encode()),
+    ]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body, "more_body": False})
+
+
+def guard(token: str, hosts: frozenset[str]) -> Callable[..., ASGIApp]:
+    """Middleware factory: refuse (403, JSON-RPC body) anything `refusal` finds wrong."""
+    if not token:
+        raise ValueError("the server needs a token")
+
+    def middleware(app: ASGIApp) -> ASGIApp:
+        async def guarded(scope: Scope, receive: Receive, send: Send) -> None:
+            if scope["type"] != "http":
+                await app(scope, receive, send)
+                return
+            headers: dict[str, str] = {}
+            for raw_name, raw_value in scope["headers"]:
+                headers.setdefault(raw_name.decode("latin-1").lower(), raw_value.decode("latin-1"))
+            problem = refusal(headers, token, hosts)
+            if problem is None:
+                await app(scope, receive, send)
+                return
+            body = jsonrpc.encode(RpcError(FORBIDDEN, problem).to_dict())
+            await _send_json(send, 403, body)
+
+        return guarded
+
+    return middleware
+
+
+# --- routes ---------------------------------------------------------------------------------------
+
+
+def _service(request: Request) -> Service:
+    service: Service = request.app.state.service
+    return service
+
+
+def _respond(reply: mcp.Reply) -> Response[bytes]:
+    if reply.body is None:
+        return Response(b"", status_code=reply.status, media_type="application/json")
+    return Response(
+        jsonrpc.encode(reply.body), status_code=reply.status, media_type="application/json"
+    )
+
+
+async def _read_body(request: Request) -> bytes | mcp.Reply:
+    try:
+        return await request.body()
+    except RequestEntityTooLarge:
+        error = RpcError(INVALID_REQUEST, f"the request body is larger than {MAX_BODY_BYTES} bytes")
+        return mcp.Reply(413, error.to_dict())
+
+
+@post(f"{MCP_PATH}/{{project:str}}", name="mcp")
+async def mcp_endpoint(request: Request) -> Response[bytes]:
+    service = _service(request)
+    try:
+        found = service.project(request.path_params["project"])
+    except ProjectNotFound as exc:
+        return _respond(mcp.Reply(404, RpcError(NOT_FOUND, exc.message).to_dict()))
+    body = await _read_body(request)
+    if isinstance(body, mcp.Reply):
+        return _respond(body)
+    headers = {name.lower(): value for name, value in request.headers.items()}
+    reply = await mcp.handle_post(body, headers, ProjectTools(service, found))
+    return _respond(reply)
+
+
+@post(ADMIN_PATH, name="admin")
+async def admin_endpoint(request: Request) -> Response[bytes]:
+    body = await _read_body(request)
+    if isinstance(body, mcp.Reply):
+        return _respond(body)
+    return _respond(await admin.handle_post(body, _service(request)))
+
+
+def _not_allowed() -> Response[bytes]:
+    error = RpcError(INVALID_REQUEST, "Method not allowed: POST one JSON-RPC message")
+    return Response(
+        jsonrpc.encode(error.to_dict()),
+        status_code=405,
+        media_type="application/json",
+        headers={"Allow": "POST"},
+    )
+
+
+@route(
+    f"{MCP_PATH}/{{project:str}}", http_method=[HttpMethod.GET, HttpMethod.DELETE], status_code=405
+)
+async def mcp_other_methods() -> Response[bytes]:
+    # No server-initiated stream and no sessions to end: both are 405 on a stateless server.
+    return _not_allowed()
+
+
+@route(ADMIN_PATH, http_method=[HttpMethod.GET, HttpMethod.DELETE], status_code=405)
+async def admin_other_methods() -> Response[bytes]:
+    return _not_allowed()
+
+
+# --- the app --------------------------------------------------------------------------------------
+
+
+def create_app(
+    settings: Settings,
+    *,
+    database: Database | None = None,
+    embedder: Embedder | None = None,
+    schedule: bool = True,
+) -> Litestar:
+    """The app for `settings`. A given database or embedder is used as is and left open; the
+    rest is opened in the lifespan (off the event loop) and closed on the way out."""
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Litestar) -> AsyncIterator[None]:
+        db = database
+        if db is None:
+            db = await anyio.to_thread.run_sync(
+                Database(settings.database.dsn, settings.data_dir).open
+            )
+        model = embedder
+        if model is None:
+            model = await anyio.to_thread.run_sync(
+                lambda: make_embedder(
+                    settings.embedding.provider,
+                    settings.embedding.model or None,
+                    settings.embedding.host,
+                )
+            )
+        service = Service(settings, db, model)
+        scheduler = SweepScheduler(service) if schedule else None
+        app.state.service = service
+        try:
+            if scheduler is not None:
+                await anyio.to_thread.run_sync(scheduler.start)
+            yield
+        finally:
+            if scheduler is not None:
+                scheduler.shutdown()
+            await anyio.to_thread.run_sync(service.close)
+            if embedder is None:
+                model.close()
+            if database is None:
+                db.close()
+
+    return Litestar(
+        route_handlers=[mcp_endpoint, admin_endpoint, mcp_other_methods, admin_other_methods],
+        middleware=[guard(settings.server.token, allowed_hosts(settings))],
+        lifespan=[lifespan],
+        request_max_body_size=MAX_BODY_BYTES,
+        openapi_config=None,
+        debug=False,
+    )

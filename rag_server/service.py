@@ -1,0 +1,264 @@
+"""The running service: settings, the open database, the embedder, and the sweeps in flight.
+
+One `Service` serves every project of the configuration. Sweeps are blocking work and never run
+on the event loop: the scheduler's threads and a small pool of our own run them. At most one
+sweep per project runs in this process (`sweep` refuses a second with `SweepRunning`); the
+advisory lock inside `sweep_project` extends that guarantee to other processes such as
+`./bld scan`. What a sweep did is remembered per project (`last_run`) for `status`.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import uuid
+from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, replace
+from datetime import UTC, datetime
+from typing import Any
+
+from indexer import store
+from indexer.db import Database, mapped_errors
+from indexer.embed import Embedder
+from indexer.errors import InvalidArgument, ProjectNotFound, RagError, SweepRunning
+from indexer.project import Project
+from rag_server.config import Settings
+
+log = logging.getLogger("code_rag.service")
+
+ALL_PROJECTS = "all"
+BACKGROUND_SWEEPS = 2  # admin-started sweeps running at once (each holds one connection)
+
+Trigger = str  # "startup" | "schedule" | "admin" | "cli"
+
+
+def now() -> datetime:
+    return datetime.now(UTC)
+
+
+def iso(moment: datetime | None) -> str | None:
+    return None if moment is None else moment.isoformat(timespec="seconds")
+
+
+@dataclass(frozen=True)
+class ActiveRun:
+    """A sweep queued or running in this process."""
+
+    run_id: str
+    project: str
+    trigger: Trigger
+    full: bool
+    queued_at: datetime
+    started_at: datetime | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "run_id": self.run_id,
+            "trigger": self.trigger,
+            "full": self.full,
+            "state": "running" if self.started_at else "queued",
+            "queued_at": iso(self.queued_at),
+            "started_at": iso(self.started_at),
+        }
+
+
+@dataclass(frozen=True)
+class RunOutcome:
+    """How a sweep of this process ended: "ok", "failed" or "skipped" (another held the lock)."""
+
+    run_id: str
+    project: str
+    trigger: Trigger
+    full: bool
+    started_at: datetime
+    finished_at: datetime
+    outcome: str
+    message: str | None = None
+    report: dict[str, Any] | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data.update(started_at=iso(self.started_at), finished_at=iso(self.finished_at))
+        del data["project"]
+        return data
+
+
+def new_run_id() -> str:
+    return uuid.uuid4().hex[:12]
+
+
+class Service:
+    """Everything a request or a job needs, opened once in the app's lifespan."""
+
+    def __init__(self, settings: Settings, database: Database, embedder: Embedder) -> None:
+        self.settings = settings
+        self.db = database
+        self.embedder = embedder
+        self.projects: dict[str, Project] = dict(settings.projects)
+        self._lock = threading.Lock()
+        self._active: dict[str, ActiveRun] = {}
+        self._last: dict[str, RunOutcome] = {}
+        self._pool = ThreadPoolExecutor(BACKGROUND_SWEEPS, thread_name_prefix="code-rag-sweep")
+        # Set by the scheduler when it runs: the next scheduled sweep of a project.
+        self.next_sweep_at: Callable[[str], datetime | None] = lambda _name: None
+
+    # --- projects -----------------------------------------------------------------------------
+
+    def project(self, name: str) -> Project:
+        """The configured project `name`; the error names no other project (callers of the MCP
+        endpoint may hold a token without being meant to learn what else is indexed)."""
+        found = self.projects.get(name)
+        if found is None:
+            raise ProjectNotFound(
+                f"no project named {name!r} is served here: check the last part of the URL "
+                "against rag-projects.json"
+            )
+        return found
+
+    def select(self, name: str) -> list[Project]:
+        """One project, or every project for "all" (the admin endpoint's spelling)."""
+        if name == ALL_PROJECTS:
+            return list(self.projects.values())
+        if name not in self.projects:
+            known = ", ".join(sorted(self.projects)) or "none configured"
+            raise InvalidArgument(f'unknown project {name!r}: use one of {known}, or "all"')
+        return [self.projects[name]]
+
+    # --- sweeps -------------------------------------------------------------------------------
+
+    def active_run(self, name: str) -> ActiveRun | None:
+        with self._lock:
+            return self._active.get(name)
+
+    def last_run(self, name: str) -> RunOutcome | None:
+        with self._lock:
+            return self._last.get(name)
+
+    def _claim(self, name: str, run: ActiveRun) -> ActiveRun | None:
+        """Register `run` unless another run of the project is registered; return that one."""
+        with self._lock:
+            current = self._active.get(name)
+            if current is not None and current.run_id != run.run_id:
+                return current
+            self._active[name] = run
+            return None
+
+    def sweep(
+        self,
+        name: str,
+        *,
+        full: bool = False,
+        trigger: Trigger = "schedule",
+        run_id: str | None = None,
+        progress: Callable[..., None] | None = None,
+    ) -> RunOutcome:
+        """Sweep one project now, in the calling thread (never the event loop's).
+
+        Raises `SweepRunning` when this process already sweeps the project; a sweep another
+        process holds (the advisory lock) ends as a "skipped" outcome instead.
+        """
+        from indexer.sweep import SweepOptions, sweep_project
+        from indexer.walk import WalkOptions
+
+        project = self.project(name)
+        run = ActiveRun(run_id or new_run_id(), name, trigger, full, now())
+        other = self._claim(name, run)
+        if other is not None:
+            raise SweepRunning(
+                f"a sweep of {name!r} is already running (run {other.run_id}, "
+                f"started by {other.trigger}); wait for it to finish"
+            )
+        run = replace(run, started_at=now())
+        with self._lock:
+            self._active[name] = run
+        assert run.started_at is not None
+        outcome, message, report = "ok", None, None
+        options = SweepOptions(
+            files_per_commit=self.settings.indexer.files_per_commit,
+            walk=WalkOptions(max_file_bytes=self.settings.indexer.max_file_bytes),
+        )
+        try:
+            log.info("sweep of %s started (%s, run %s)", name, trigger, run.run_id)
+            result = sweep_project(
+                self.db, project, self.embedder, options, full=full, progress=progress
+            )
+            report = result.to_dict()
+        except SweepRunning as exc:
+            outcome, message = "skipped", exc.message
+        except RagError as exc:
+            outcome, message = "failed", exc.message
+            log.warning("sweep of %s failed: %s", name, exc.message)
+        except Exception as exc:  # a bug: keep the service up, keep the traceback in the log
+            outcome, message = "failed", f"unexpected {type(exc).__name__}; see the server log"
+            log.exception("sweep of %s failed", name)
+        finished = RunOutcome(
+            run.run_id, name, trigger, full, run.started_at, now(), outcome, message, report
+        )
+        with self._lock:
+            self._last[name] = finished
+            if self._active.get(name) is run:
+                del self._active[name]
+        log.info("sweep of %s ended: %s", name, outcome)
+        return finished
+
+    def start_sweeps(
+        self, names: Iterable[str], *, full: bool = False, trigger: Trigger = "admin"
+    ) -> tuple[str, dict[str, str]]:
+        """Queue a sweep of each project in the background; return the run id and, per project,
+        "started" or "already_running" (a project already queued or sweeping is left alone)."""
+        run_id = new_run_id()
+        states: dict[str, str] = {}
+        for name in names:
+            run = ActiveRun(run_id, name, trigger, full, now())
+            if self._claim(name, run) is not None:
+                states[name] = "already_running"
+                continue
+            states[name] = "started"
+            self._pool.submit(self._background, name, full, trigger, run_id)
+        return run_id, states
+
+    def _background(self, name: str, full: bool, trigger: Trigger, run_id: str) -> None:
+        try:
+            self.sweep(name, full=full, trigger=trigger, run_id=run_id)
+        except RagError as exc:
+            log.warning("background sweep of %s not run: %s", name, exc.message)
+            with self._lock:
+                current = self._active.get(name)
+                if current is not None and current.run_id == run_id:
+                    del self._active[name]
+
+    # --- reading ------------------------------------------------------------------------------
+
+    def never_swept(self, name: str) -> bool:
+        """True when the project has no schema yet or no finished sweep."""
+        with mapped_errors(f"reading the index of {name}"), self.db.connection() as conn:
+            if not store.project_exists(conn, name):
+                return True
+            return store.summary(conn, name).last_sweep_at is None
+
+    def status(self, name: str) -> dict[str, Any]:
+        """What `./bld status` shows for one project, plus what only the server knows:
+        whether a sweep runs now, how the last one of this process ended, the next one."""
+        from indexer.status import project_status
+
+        project = self.project(name)
+        try:
+            with mapped_errors(f"reading the status of {name}"), self.db.connection() as conn:
+                data: dict[str, Any] = {"indexed": True, **project_status(conn, project).to_dict()}
+        except ProjectNotFound:
+            data = {"project": name, "indexed": False, "files": 0, "chunks": 0}
+        active = self.active_run(name)
+        last = self.last_run(name)
+        data.update(
+            project=name,
+            sweep_running=active is not None and active.started_at is not None,
+            current_run=None if active is None else active.to_dict(),
+            last_run=None if last is None else last.to_dict(),
+            next_sweep_at=iso(self.next_sweep_at(name)),
+            sweep_interval_minutes=self.settings.indexer.sweep_interval_minutes,
+        )
+        return data
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=True, cancel_futures=True)

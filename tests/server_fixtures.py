@@ -1,0 +1,266 @@
+"""Fixtures for the server tests: real projects on disk, the real app under a real uvicorn.
+
+`make_tree` writes a small source tree; `server_settings` builds `Settings` for projects whose
+schemas are dropped afterwards; `ServerThread` runs the Litestar app on 127.0.0.1 with an
+ephemeral port in a background thread (uvicorn, lifespan on). The embedder is the Ollama
+stand-in, so results are deterministic and fast.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import shutil
+import socket
+import tempfile
+import threading
+import time
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import uvicorn
+from litestar import Litestar
+from ollama_standin import OllamaStandin
+
+from indexer import store
+from indexer.db import Database
+from indexer.embed import Embedder, make_embedder
+from indexer.project import Project, Root
+from indexer.sweep import sweep_project
+from rag_server.app import create_app
+from rag_server.config import (
+    DatabaseSettings,
+    EmbeddingSettings,
+    IndexerSettings,
+    SearchSettings,
+    ServerSettings,
+    Settings,
+)
+
+TOKEN = "test-token-0123456789abcdef"
+STANDIN_MODEL = "nomic-embed-text:v1.5"
+_names = itertools.count(1)
+
+SHOP_FILES: Mapping[str, str] = {
+    "billing/invoice.py": '''"""Invoices."""
+
+
+class Invoice:
+    def generate_number(self, year: int, sequence: int) -> str:
+        """The invoice number: year, dash, zero-padded sequence."""
+        return f"{year}-{sequence:06d}"
+
+    def total(self, lines: list[float]) -> float:
+        return round(sum(lines), 2)
+''',
+    "net/retry.py": '''import time
+
+
+def retry_with_backoff(call, attempts: int = 5, base: float = 0.1):
+    """Call `call` until it succeeds, sleeping exponentially longer between attempts."""
+    for attempt in range(attempts):
+        try:
+            return call()
+        except ConnectionError:
+            time.sleep(base * 2**attempt)
+    raise TimeoutError("gave up")
+''',
+    "README.md": "# Shop\n\nA shop with invoices and a retrying HTTP client.\n",
+}
+
+GARDEN_FILES: Mapping[str, str] = {
+    "plants/water.go": """package plants
+
+// WaterSchedule says how many days pass between waterings of a plant.
+func WaterSchedule(species string) int {
+	if species == "cactus" {
+		return 21
+	}
+	return 3
+}
+""",
+}
+
+
+def unique_name(prefix: str = "srv") -> str:
+    return f"{prefix}{os.getpid()}_{next(_names)}"
+
+
+def make_tree(base: Path, files: Mapping[str, str]) -> Path:
+    for rel, text in files.items():
+        target = base / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text, encoding="utf-8")
+    return base
+
+
+def make_project(name: str, base: Path, files: Mapping[str, str], label: str = "main") -> Project:
+    root = make_tree(base, files)
+    return Project(name=name, roots=(Root(path=root.resolve(), name=label),))
+
+
+def server_settings(
+    work_dir: Path,
+    projects: Mapping[str, Project],
+    standin: OllamaStandin,
+    dsn: str,
+    *,
+    interval_minutes: int = 10,
+) -> Settings:
+    return Settings(
+        config_path=work_dir / "application.ini",
+        data_dir=work_dir / ".data",
+        projects_path=work_dir / "rag-projects.json",
+        server=ServerSettings("127.0.0.1", 17080, TOKEN),
+        database=DatabaseSettings(dsn),
+        embedding=EmbeddingSettings("ollama", STANDIN_MODEL, standin.url),
+        indexer=IndexerSettings(sweep_interval_minutes=interval_minutes),
+        search=SearchSettings(),
+        projects=dict(projects),
+    )
+
+
+def standin_embedder(standin: OllamaStandin) -> Embedder:
+    return make_embedder("ollama", STANDIN_MODEL, standin.url)
+
+
+def drop_projects(database: Database, names: list[str]) -> None:
+    with database.connection() as conn:
+        for name in names:
+            if store.project_exists(conn, name):
+                store.drop_project(conn, name)
+        conn.commit()
+
+
+class ServerThread:
+    """uvicorn serving `app` on 127.0.0.1:<ephemeral> from a thread, lifespan included."""
+
+    def __init__(self, app: Litestar) -> None:
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.sock.bind(("127.0.0.1", 0))
+        self.port = self.sock.getsockname()[1]
+        config = uvicorn.Config(app, log_level="warning", lifespan="on", access_log=False)
+        self.server = uvicorn.Server(config)
+        self.thread = threading.Thread(
+            target=self.server.run, kwargs={"sockets": [self.sock]}, daemon=True
+        )
+
+    @property
+    def base(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def url(self, project: str) -> str:
+        return f"{self.base}/rag-mcp/{project}"
+
+    def start(self) -> ServerThread:
+        self.thread.start()
+        deadline = time.monotonic() + 60
+        while not self.server.started:
+            if not self.thread.is_alive():
+                raise RuntimeError("the server did not start (see the log above)")
+            if time.monotonic() > deadline:
+                raise RuntimeError("the server did not start within 60 s")
+            time.sleep(0.02)
+        return self
+
+    def stop(self) -> None:
+        self.server.should_exit = True
+        self.thread.join(timeout=30)
+        self.sock.close()
+
+    def __enter__(self) -> ServerThread:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+class Served:
+    """A running server with its projects, settings and an HTTP client carrying the token."""
+
+    def __init__(self, server: ServerThread, settings: Settings, app: Litestar) -> None:
+        self.server = server
+        self.settings = settings
+        self.app = app
+        self.standin: OllamaStandin | None = None
+        self.http = httpx.Client(base_url=server.base, timeout=30, headers={"X-RAG-Token": TOKEN})
+
+    @property
+    def project(self) -> str:
+        """The first (often the only) project served."""
+        return next(iter(self.settings.projects))
+
+    @property
+    def service(self) -> Any:
+        return self.app.state.service
+
+    def url(self, project: str) -> str:
+        return self.server.url(project)
+
+    def rpc(
+        self,
+        project: str,
+        method: str,
+        params: dict[str, Any] | None = None,
+        *,
+        headers: dict[str, str] | None = None,
+        request_id: int | str | None = 1,
+    ) -> httpx.Response:
+        body: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
+        if request_id is not None:
+            body["id"] = request_id
+        if params is not None:
+            body["params"] = params
+        return self.http.post(f"/rag-mcp/{project}", json=body, headers=headers or {})
+
+
+def serve(
+    work_dir: Path,
+    projects: Mapping[str, Project],
+    standin: OllamaStandin,
+    database: Database,
+    *,
+    schedule: bool = False,
+    embedder: Embedder | None = None,
+    interval_minutes: int = 10,
+) -> Iterator[Served]:
+    """Serve `projects` until the generator is closed; drop their schemas afterwards."""
+    settings = server_settings(
+        work_dir, projects, standin, database.dsn, interval_minutes=interval_minutes
+    )
+    app = create_app(
+        settings,
+        database=database,
+        embedder=embedder or standin_embedder(standin),
+        schedule=schedule,
+    )
+    server = ServerThread(app).start()
+    served = Served(server, settings, app)
+    try:
+        yield served
+    finally:
+        served.http.close()
+        server.stop()
+        drop_projects(database, list(projects))
+
+
+def index(database: Database, project: Project, standin: OllamaStandin) -> None:
+    sweep_project(database, project, standin_embedder(standin))
+
+
+@pytest.fixture(scope="module")
+def shop(database: Database) -> Iterator[Served]:
+    """One indexed project ("shop" files) served without the scheduler, shared by a module.
+    `served.standin` is its embedder's stand-in: reset its switches after changing them."""
+    base = Path(tempfile.mkdtemp(prefix="code-rag-shop-"))
+    with OllamaStandin() as standin:
+        project = make_project(unique_name("shop"), base / "shop", SHOP_FILES, label="shop")
+        index(database, project, standin)
+        for served in serve(base, {project.name: project}, standin, database):
+            served.standin = standin
+            yield served
+    shutil.rmtree(base, ignore_errors=True)
