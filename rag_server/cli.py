@@ -7,18 +7,34 @@ error (`RagError`) and exits non-zero. Tracebacks are for bugs, never for user m
 from __future__ import annotations
 
 import contextlib
+import json
 import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
 from indexer import store
 from indexer.db import Database
-from indexer.errors import RagError
-from rag_server.config import CONFIG_ENV, Settings, load_settings
+from indexer.errors import ProjectNotFound, RagError
+from indexer.project import Project
+from indexer.search import search_code
+from indexer.status import project_status
+from indexer.sweep import sweep_project
+from indexer.walk import walk_project
+from rag_server.admin_client import admin_call
+from rag_server.config import (
+    CONFIG_ENV,
+    Settings,
+    default_config_path,
+    load_settings,
+    make_settings_embedder,
+    sweep_options,
+    write_initial_config,
+)
+from rag_server.progress import SweepPrinter, describe_report
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -84,6 +100,319 @@ def db_status(config: ConfigOption = None) -> None:
                 typer.echo(f"  {name:<24} {s.files:>8,} files {s.chunks:>10,} chunks{note}")
             for name in sorted(configured - set(names)):
                 typer.echo(f"  {name:<24} not indexed yet: run ./bld scan {name}")
+
+
+# --- operator commands ---------------------------------------------------------------------
+
+EXIT_ERROR = 1
+EXIT_FILES_FAILED = 3
+EXIT_DROP_REFUSED = 4
+
+
+def select_projects(settings: Settings, target: str) -> list[Project]:
+    if target == "all":
+        return list(settings.projects.values())
+    if target not in settings.projects:
+        known = ", ".join(sorted(settings.projects)) or "none yet"
+        raise ProjectNotFound(
+            f"no project {target!r} in {settings.projects_path} (configured: {known}); "
+            "add it there, or use `all`"
+        )
+    return [settings.projects[target]]
+
+
+def _when(value: str | None) -> str:
+    return value.replace("T", " ").replace("+00:00", " UTC") if value else "never"
+
+
+def _drop_plan(conn: store.Conn, settings: Settings) -> list[store.ProjectSummary]:
+    return [
+        store.summary(conn, name)
+        for name in store.list_projects(conn)
+        if name not in settings.projects
+    ]
+
+
+def reconcile(conn: store.Conn, settings: Settings, yes: bool) -> bool:
+    """Drop the schemas of projects gone from the config, after confirmation; False if refused."""
+    plan = _drop_plan(conn, settings)
+    conn.rollback()
+    if not plan:
+        return True
+    typer.echo(
+        f"{len(plan)} project schema(s) in the database are not in {settings.projects_path}:"
+    )
+    for s in plan:
+        swept = s.last_sweep_at.strftime("%Y-%m-%d %H:%M UTC") if s.last_sweep_at else "never"
+        typer.echo(
+            f"  drop schema `{s.name}`: {s.files:,} files, {s.chunks:,} chunks, last swept {swept}"
+        )
+    if not yes:
+        if not sys.stdin.isatty():
+            typer.echo(
+                "error: not dropping anything: there is no terminal to confirm on; "
+                "re-run with --yes to drop the schemas listed above",
+                err=True,
+            )
+            return False
+        answer = input("Proceed? [y/N] ").strip().lower()
+        if answer not in ("y", "yes"):
+            typer.echo("Nothing dropped.")
+            return False
+    for s in plan:
+        store.drop_project(conn, s.name)
+        conn.commit()
+        typer.echo(f"dropped schema `{s.name}`")
+    return True
+
+
+@app.command()
+def scan(
+    target: Annotated[str, typer.Argument(help="A project name from rag-projects.json, or all.")],
+    yes: Annotated[
+        bool, typer.Option("--yes", "-y", help="Drop orphan schemas without asking.")
+    ] = False,
+    dry_run: Annotated[
+        bool,
+        typer.Option(
+            "--dry-run",
+            help="List what would be indexed and why files are skipped; change nothing.",
+        ),
+    ] = False,
+    full: Annotated[
+        bool, typer.Option("--full", help="Re-read, re-chunk and re-embed every file.")
+    ] = False,
+    config: ConfigOption = None,
+) -> None:
+    """Reconcile the database with the projects file, then sweep now with progress.
+
+    Schemas of projects no longer in rag-projects.json are listed and dropped only after
+    `Proceed? [y/N]` is answered yes (or with --yes). Exit codes: 0 done; 1 error;
+    3 some files failed (listed; retried next sweep); 4 a drop was refused.
+
+    Example: ./bld scan all --dry-run
+    """
+    with user_errors():
+        settings = settings_from(config)
+        projects = select_projects(settings, target)
+        if dry_run:
+            _dry_run(settings, projects)
+            return
+        code = 0
+        with open_database(settings) as db:
+            with db.connection() as conn:
+                if not reconcile(conn, settings, yes):
+                    code = EXIT_DROP_REFUSED
+            embedder = make_settings_embedder(settings)
+            try:
+                for project in projects:
+                    report = sweep_project(
+                        db,
+                        project,
+                        embedder,
+                        sweep_options(settings),
+                        full=full,
+                        wait=True,
+                        progress=SweepPrinter(),
+                    )
+                    typer.echo(describe_report(report))
+                    for failure in report.failures[:20]:
+                        typer.echo(
+                            f"  failed: {failure['repo']}/{failure['path']}: {failure['reason']}"
+                        )
+                    if report.files_failed and not code:
+                        code = EXIT_FILES_FAILED
+            finally:
+                embedder.close()
+        raise typer.Exit(code)
+
+
+def _dry_run(settings: Settings, projects: list[Project]) -> None:
+    options = sweep_options(settings)
+    for project in projects:
+        result = walk_project(project, options.walk)
+        typer.echo(f"{project.name}: {len(result.files):,} files would be indexed")
+        for cand in result.files:
+            typer.echo(f"  + {cand.repo}/{cand.path}")
+        for skipped in result.skipped:
+            typer.echo(f"  - {skipped.repo}/{skipped.path}  ({skipped.reason})")
+        counts = ", ".join(f"{n:,} {reason}" for reason, n in result.skipped_by_reason().items())
+        typer.echo(f"{project.name}: {len(result.files):,} to index; skipped: {counts or 'none'}")
+
+
+def format_status(status: dict[str, Any]) -> list[str]:
+    """`./bld status` text for one project, from `ProjectStatus.to_dict()` (or the server's)."""
+    name = status["project"]
+    lines = [name]
+    if not status.get("indexed"):
+        lines.append(f"  not indexed yet: run ./bld scan {name}")
+    model = status.get("embedding")
+    model_text = (
+        f"{model['provider']} {model['model']} ({model['dimension']}-d)" if model else "none yet"
+    )
+    lines.append(
+        f"  files {status['files']:,}   chunks {status['chunks']:,}   "
+        f"failed {status['failed_files']:,}   model {model_text}"
+    )
+    repos = status.get("repos", [])
+    lines.append("  roots:")
+    width = max((len(r["repo"]) for r in repos), default=4)
+    for r in repos:
+        counts = f"{r['files']:>8,} files {r['chunks']:>9,} chunks"
+        lines.append(f"    {r['repo']:<{width}}  {counts}  {r['path']}")
+    last = status.get("last_sweep")
+    if not last:
+        lines.append("  last sweep: never")
+    else:
+        took = f"{last['seconds']:.1f} s" if last.get("seconds") is not None else "unfinished"
+        detail = (
+            f"{last['files_changed']:,} indexed, {last['files_deleted']:,} deleted, "
+            f"{last['files_failed']:,} failed"
+        )
+        lines.append(
+            f"  last sweep: {_when(last['started_at'])}, {took}, {last['outcome']} ({detail})"
+        )
+        if last.get("error"):
+            lines.append(f"    error: {last['error']}")
+    if status.get("next_sweep_at"):
+        lines.append(f"  next sweep: {_when(status['next_sweep_at'])}")
+    if status.get("sweep_running"):
+        lines.append("  a sweep is running now")
+    failures = status.get("failures") or []
+    if failures:
+        lines.append(f"  failures ({status['failed_files']:,}):")
+        for f in failures:
+            lines.append(f"    {f['repo']}/{f['path']}: {f['error']}")
+    return lines
+
+
+def _print_statuses(statuses: list[dict[str, Any]], settings: Settings) -> None:
+    if not statuses:
+        typer.echo(f"no projects in {settings.projects_path}: run ./bld init, or add one")
+    for i, s in enumerate(statuses):
+        if i:
+            typer.echo("")
+        typer.echo("\n".join(format_status(s)))
+
+
+@app.command()
+def status(
+    project: Annotated[str | None, typer.Argument(help="One project (default: all).")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")] = False,
+    server: Annotated[
+        bool,
+        typer.Option(
+            "--server", help="Ask the running server (admin endpoint) instead of the database."
+        ),
+    ] = False,
+    config: ConfigOption = None,
+) -> None:
+    """Show each project's roots, files, chunks, last sweep, failures and embedding model.
+
+    Reads the database, so it works whether the server runs or not.
+
+    Example: ./bld status code_rag --json
+    """
+    with user_errors():
+        settings = settings_from(config)
+        if server:
+            result = admin_call(settings, "status", {"project": project} if project else {})
+            statuses = result.get("projects", []) if isinstance(result, dict) else []
+        else:
+            projects = select_projects(settings, project or "all")
+            with open_database(settings) as db, db.connection() as conn:
+                statuses = [project_status(conn, p).to_dict() for p in projects]
+        if as_json:
+            typer.echo(json.dumps({"projects": statuses}, indent=2))
+        else:
+            _print_statuses(statuses, settings)
+
+
+@app.command()
+def reindex(
+    target: Annotated[str, typer.Argument(help="A project name, or all.")],
+    full: Annotated[bool, typer.Option("--full", help="Re-embed every file.")] = False,
+    config: ConfigOption = None,
+) -> None:
+    """Ask the running server to sweep now (in the background); prints the run ids.
+
+    The same call as `curl ... -d '{"method": "reindex", ...}'` in docs/mcp.md.
+
+    Example: ./bld reindex all
+    """
+    with user_errors():
+        settings = settings_from(config)
+        result = admin_call(settings, "reindex", {"project": target, "full": full})
+        typer.echo(json.dumps(result, indent=2))
+
+
+@app.command()
+def search(
+    project: Annotated[str, typer.Argument(help="The project to search.")],
+    query: Annotated[str, typer.Argument(help="What the code does, or a name in it.")],
+    top_k: Annotated[int, typer.Option("--top-k", "-k", min=1, max=50, help="How many hits.")] = 10,
+    repo: Annotated[str | None, typer.Option(help="Only this root (its name).")] = None,
+    language: Annotated[str | None, typer.Option(help="Only this language, e.g. python.")] = None,
+    path: Annotated[
+        str | None,
+        typer.Option("--path", help="Only paths matching this glob, e.g. 'src/**/*.py'."),
+    ] = None,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print the hits as JSON (as search_code returns them).")
+    ] = False,
+    config: ConfigOption = None,
+) -> None:
+    """Search a project and print ranked hits as `path:start-end  symbol  score`.
+
+    Example: ./bld search code_rag "where are files hashed" --top-k 5
+    """
+    with user_errors():
+        settings = settings_from(config)
+        [target] = select_projects(settings, project)
+        embedder = make_settings_embedder(settings)
+        try:
+            with open_database(settings) as db, db.connection() as conn:
+                hits = search_code(
+                    conn,
+                    target,
+                    embedder,
+                    query,
+                    top_k=top_k,
+                    repo=repo,
+                    language=language,
+                    path_glob=path,
+                    ef_search=settings.search.ef_search,
+                )
+        finally:
+            embedder.close()
+        if as_json:
+            typer.echo(json.dumps({"hits": [h.to_dict() for h in hits]}, indent=2))
+            return
+        if not hits:
+            typer.echo("no hits")
+        width = max(
+            (len(f"{h.repo}/{h.path}:{h.start_line}-{h.end_line}") for h in hits), default=0
+        )
+        for h in hits:
+            where = f"{h.repo}/{h.path}:{h.start_line}-{h.end_line}"
+            typer.echo(f"{where:<{width}}  {h.symbol or '-'}  {h.score:.4f}")
+
+
+@app.command()
+def init(
+    force: Annotated[bool, typer.Option("--force", help="Overwrite existing files.")] = False,
+    config: ConfigOption = None,
+) -> None:
+    """Write application.ini (with a fresh token) and rag-projects.json (this checkout as a demo
+    project) from the examples; existing files are kept unless --force.
+
+    Example: ./bld init && ./bld scan all
+    """
+    with user_errors():
+        target = (config or default_config_path()).expanduser().resolve()
+        for written in write_initial_config(target, force=force):
+            typer.echo(f"wrote {written}")
+        typer.echo("next: edit rag-projects.json to point at your code, then ./bld scan all")
 
 
 @app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})

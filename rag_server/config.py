@@ -15,10 +15,14 @@ import os
 import secrets
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from indexer.errors import ConfigError
 from indexer.project import Project, Root, project_name_problem
+
+if TYPE_CHECKING:
+    from indexer.embed import Embedder
+    from indexer.sweep import SweepOptions
 
 CONFIG_ENV = "CODE_RAG_CONFIG"
 TOKEN_ENV = "CODE_RAG_TOKEN"
@@ -338,4 +342,69 @@ def load_settings(config_path: Path | None = None, *, create_token: bool = True)
         indexer=IndexerSettings(**ini.get("indexer", {})),
         search=SearchSettings(**ini.get("search", {})),
         projects=read_projects(projects_path),
+    )
+
+
+# --- first run ------------------------------------------------------------------------------
+
+CHECKOUT = Path(__file__).resolve().parent.parent
+INI_EXAMPLE = CHECKOUT / "application.ini.example"
+PROJECTS_EXAMPLE = CHECKOUT / "rag-projects.json.example"
+DEMO_PROJECT = "code_rag"
+
+
+def initial_files(config_path: Path) -> tuple[Path, Path]:
+    """Where `init` writes: the ini, and the projects file next to it."""
+    return config_path, config_path.parent / DEFAULT_PROJECTS
+
+
+def write_initial_config(config_path: Path, *, force: bool = False) -> list[Path]:
+    """Write `application.ini` (from the example, with a fresh token, mode 0600) and a
+    `rag-projects.json` that registers this checkout as a small demo project.
+
+    Existing files are kept unless `force`; returns the files written.
+    """
+    ini_path, projects_path = initial_files(config_path)
+    existing = [p for p in (ini_path, projects_path) if p.exists()]
+    if existing and not force:
+        names = " and ".join(str(p) for p in existing)
+        raise ConfigError(f"{names} already exist: keep them, or run `./bld init --force`")
+    token = secrets.token_urlsafe(32)
+    ini = INI_EXAMPLE.read_text(encoding="utf-8").replace("\ntoken =\n", f"\ntoken = {token}\n")
+    ini_path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(ini_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        handle.write(ini)
+    os.chmod(ini_path, 0o600)
+    demo = {
+        "projects": {
+            DEMO_PROJECT: {
+                "roots": [str(CHECKOUT)],
+                "exclude": ["tests/fixtures/**", "bench/.cache/**"],
+            }
+        }
+    }
+    projects_path.write_text(json.dumps(demo, indent=2) + "\n", encoding="utf-8")
+    return [ini_path, projects_path]
+
+
+# --- what the settings build -------------------------------------------------------------------
+
+
+def make_settings_embedder(settings: Settings) -> Embedder:
+    """The embedder the settings ask for (not yet loaded or contacted)."""
+    from indexer.embed import make_embedder
+
+    emb = settings.embedding
+    return make_embedder(emb.provider, emb.model or None, emb.host)
+
+
+def sweep_options(settings: Settings) -> SweepOptions:
+    """`SweepOptions` from the [indexer] section."""
+    from indexer.sweep import SweepOptions
+    from indexer.walk import WalkOptions
+
+    return SweepOptions(
+        files_per_commit=settings.indexer.files_per_commit,
+        walk=WalkOptions(max_file_bytes=settings.indexer.max_file_bytes),
     )

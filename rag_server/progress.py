@@ -1,0 +1,70 @@
+"""Progress of long work on a terminal: one line rewritten in place on a TTY, and a plain line
+every few seconds otherwise (logs, CI), always on stderr so stdout stays for results."""
+
+from __future__ import annotations
+
+import sys
+import time
+from typing import TextIO
+
+from indexer.sweep import SweepProgress, SweepReport
+
+PLAIN_EVERY_SECONDS = 5.0
+
+
+class SweepPrinter:
+    def __init__(self, stream: TextIO | None = None) -> None:
+        self.stream = stream or sys.stderr
+        self.tty = self.stream.isatty()
+        self.last_plain = 0.0
+        self.width = 0
+
+    def __call__(self, p: SweepProgress) -> None:
+        if p.phase == "walk":
+            self._line(f"{p.project}: {p.files_total:,} files to index", final=not self.tty)
+            return
+        if p.phase == "done":
+            self._clear()
+            return
+        text = (
+            f"{p.project}: {p.files_done:,}/{p.files_total:,} files  "
+            f"{p.files_per_second:,.0f} files/s  {p.chunks_written:,} chunks"
+        )
+        now = time.monotonic()
+        if self.tty:
+            self._line(text)
+        elif now - self.last_plain >= PLAIN_EVERY_SECONDS or p.files_done == p.files_total:
+            self.last_plain = now
+            self._line(text, final=True)
+
+    def _line(self, text: str, final: bool = False) -> None:
+        if self.tty and not final:
+            pad = max(self.width - len(text), 0)
+            self.stream.write("\r" + text + " " * pad)
+            self.width = len(text)
+        else:
+            self._clear()
+            self.stream.write(text + "\n")
+        self.stream.flush()
+
+    def _clear(self) -> None:
+        if self.tty and self.width:
+            self.stream.write("\r" + " " * self.width + "\r")
+            self.stream.flush()
+            self.width = 0
+
+
+def describe_report(report: SweepReport) -> str:
+    """One line for a finished sweep."""
+    total = report.seconds.get("total", 0.0)
+    handled = report.files_changed + report.files_failed
+    rate = f", {handled / total:,.0f} files/s" if total > 0 and handled else ""
+    skipped = sum(report.skipped.values())
+    return (
+        f"{report.project}: {report.outcome} — {report.files_seen:,} files seen, "
+        f"{report.files_changed:,} indexed, {report.files_unchanged:,} unchanged, "
+        f"{report.files_deleted:,} deleted, {report.files_failed:,} failed, "
+        f"{skipped:,} skipped; {report.chunks_written:,} chunks written "
+        f"({report.chunks_embedded:,} embedded, {report.cache_hits:,} from cache) "
+        f"in {total:.1f} s{rate}"
+    )
