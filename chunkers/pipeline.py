@@ -3,7 +3,8 @@
 Refuse binary content; decode; detect the language; then the first rule that applies:
 empty -> no chunks; long lines carry most of the text -> character windows ("minified");
 no symbol query for the language -> line windows ("no grammar"); too big to parse ("too large");
-the parse is mostly ERROR nodes ("parse errors"); otherwise symbol chunks.
+the parse is mostly ERROR nodes ("parse errors"); definitions nested too deep to walk ("too
+deeply nested"); otherwise symbol chunks.
 """
 
 from __future__ import annotations
@@ -47,8 +48,13 @@ def chunk_file(
         if error_ratio(tree) > config.max_error_ratio:
             reason = "parse errors"
         else:
-            chunks = assemble(extract(tree, lang, source), src, config, lang)
-            return ChunkResult(detected, tuple(chunks))
+            try:
+                chunks = assemble(extract(tree, lang, source), src, config, lang)
+            except RecursionError:
+                # Definitions nested hundreds deep (generated code): windows, not a crash.
+                reason = "too deeply nested"
+            else:
+                return ChunkResult(detected, tuple(chunks))
     return ChunkResult(detected, tuple(window_chunks(src, config, lang, minified)), fallback=reason)
 
 

@@ -208,3 +208,11 @@ def test_chunking_from_threads_matches_serial() -> None:
     with ThreadPoolExecutor(max_workers=4) as pool:
         threaded = list(pool.map(lambda p: chunk_file(str(p), p.read_bytes(), SMALL), files * 4))
     assert threaded == serial
+
+
+def test_absurdly_deep_nesting_falls_back_instead_of_crashing() -> None:
+    depth = 1500
+    data = "".join(f"mod m{i} {{\n" for i in range(depth)) + "fn f() {}\n" + "}\n" * depth
+    result = chunk_file("deep.rs", data.encode())
+    assert result.chunks
+    assert result.fallback in (None, "too deeply nested", "parse errors")
