@@ -59,7 +59,10 @@ def file_versions(conn: psycopg.Connection[Any], project: str) -> dict[str, int]
 
 
 def test_killed_sweep_leaves_files_whole_and_the_next_sweep_converges(
-    database: Database, conn: psycopg.Connection[Any], project_name: str, tmp_path: Path,
+    database: Database,
+    conn: psycopg.Connection[Any],
+    project_name: str,
+    tmp_path: Path,
     ollama_standin: OllamaStandin,
 ) -> None:
     tree = tmp_path / "tree"

@@ -72,9 +72,7 @@ def test_default_skips_secrets_and_size_cap(tmp_path: Path) -> None:
         "credentials.json", "store.p12",
     )  # fmt: skip
     make(tmp_path, "big.py", text="x" * 2000)
-    result = walk_project(
-        Project("p", (Root(tmp_path, "r"),)), WalkOptions(max_file_bytes=1000)
-    )
+    result = walk_project(Project("p", (Root(tmp_path, "r"),)), WalkOptions(max_file_bytes=1000))
     assert [c.path for c in result.files] == ["a.py"]
     assert result.skipped_by_reason() == {
         "secret file": 8,

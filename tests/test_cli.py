@@ -1,0 +1,232 @@
+"""The operator CLI through real subprocesses: scan's reconcile prompt (its safety above all),
+status, search, init. Each test gets its own database, so `scan all` sees only its schemas."""
+
+from __future__ import annotations
+
+import json
+import os
+import pty
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import psycopg
+import pytest
+from psycopg.conninfo import make_conninfo
+
+from indexer import store
+from indexer.db import Database, prepare_database
+from tests.ollama_standin import OllamaStandin, ollama_standin
+
+__all__ = ["ollama_standin"]
+
+ROOT = Path(__file__).resolve().parent.parent
+_count = iter(range(1, 10_000))
+
+
+@pytest.fixture
+def own_dsn(database: Database) -> Iterator[str]:
+    """A database of its own on the session's server, dropped afterwards."""
+    name = f"cli_{os.getpid()}_{next(_count)}"
+    with psycopg.connect(database.dsn, autocommit=True) as admin:
+        admin.execute(f'CREATE DATABASE "{name}"')
+    dsn = make_conninfo(database.dsn, dbname=name)
+    prepare_database(dsn)
+    yield dsn
+    with psycopg.connect(database.dsn, autocommit=True) as admin:
+        admin.execute(f'DROP DATABASE "{name}" WITH (FORCE)')
+
+
+@pytest.fixture
+def workspace(tmp_path: Path, own_dsn: str, ollama_standin: OllamaStandin) -> Path:
+    src = tmp_path / "shop"
+    (src / "billing").mkdir(parents=True)
+    (src / "billing" / "invoice.py").write_text(
+        "class Invoice:\n    def total(self):\n        return sum(self.lines)\n", encoding="utf-8"
+    )
+    (src / "util.py").write_text("def slugify(text):\n    return text.lower()\n", encoding="utf-8")
+    (tmp_path / "application.ini").write_text(
+        "[server]\ntoken = test-token-0123456789\n"
+        f"[database]\ndsn = {own_dsn}\n"
+        f"[embedding]\nprovider = ollama\nhost = {ollama_standin.url}\n",
+        encoding="utf-8",
+    )
+    (tmp_path / "rag-projects.json").write_text(
+        json.dumps({"projects": {"shop": {"roots": ["shop"]}}}), encoding="utf-8"
+    )
+    return tmp_path
+
+
+def env() -> dict[str, str]:
+    e = dict(os.environ)
+    for var in ("CODE_RAG_CONFIG", "CODE_RAG_TOKEN", "CODE_RAG_DSN"):
+        e.pop(var, None)
+    return e
+
+
+def bld(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """Run the CLI with no terminal (stdin is not a TTY), as cron or CI would."""
+    return subprocess.run(
+        [sys.executable, "-m", "rag_server.cli", *args],
+        cwd=cwd, env=env(), stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+
+
+def bld_tty(cwd: Path, answer: str, *args: str) -> tuple[int, str]:
+    """Run the CLI on a real pseudo-terminal, answer its prompt, return (exit code, screen)."""
+    master, slave = pty.openpty()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "rag_server.cli", *args],
+        cwd=cwd, env=env(), stdin=slave, stdout=slave, stderr=slave, close_fds=True,
+    )  # fmt: skip
+    os.close(slave)
+    screen = b""
+    answered = False
+    deadline = time.time() + 120
+    while time.time() < deadline:
+        try:
+            data = os.read(master, 4096)
+        except OSError:  # the child closed the terminal
+            break
+        if not data:
+            break
+        screen += data
+        if not answered and b"Proceed? [y/N]" in screen:
+            os.write(master, answer.encode() + b"\n")
+            answered = True
+    os.close(master)
+    return proc.wait(timeout=60), screen.decode(errors="replace").replace("\r\n", "\n")
+
+
+def make_schemas(dsn: str) -> None:
+    """Two orphans (one with rows), and a foreign schema that is not ours."""
+    with psycopg.connect(dsn) as conn:
+        store.ensure_project(conn, "old_app")
+        store.set_embedding_dimension(conn, "old_app", 3)
+        record = store.FileRecord("r", "a.py", 1, 1, "sha", "python")
+        row = store.ChunkRow(0, 1, 1, None, "block", "x = 1", "h", [1.0, 0.0, 0.0])
+        store.upsert_file(conn, "old_app", record, [row])
+        store.ensure_project(conn, "old_lib")
+        conn.execute("CREATE SCHEMA billing_reports")
+        conn.execute("CREATE TABLE billing_reports.totals (x int)")
+
+
+def schemas(dsn: str) -> set[str]:
+    with psycopg.connect(dsn) as conn:
+        rows = conn.execute(
+            "SELECT nspname FROM pg_namespace WHERE nspname NOT LIKE 'pg_%' "
+            "AND nspname NOT IN ('public', 'information_schema')"
+        ).fetchall()
+    return {r[0] for r in rows}
+
+
+def test_no_terminal_refuses_to_drop_and_names_yes(workspace: Path, own_dsn: str) -> None:
+    make_schemas(own_dsn)
+    result = bld(workspace, "scan", "all")
+    assert result.returncode == 4
+    assert "drop schema `old_app`: 1 files, 1 chunks, last swept never" in result.stdout
+    assert "drop schema `old_lib`: 0 files, 0 chunks" in result.stdout
+    assert "re-run with --yes" in result.stderr
+    assert "billing_reports" not in result.stdout  # a foreign schema is never offered
+    assert {"old_app", "old_lib", "billing_reports", "shop"} <= schemas(own_dsn)
+    assert "shop: ok" in result.stdout  # the sweep itself still ran
+
+
+@pytest.mark.parametrize("answer", ["n", "", "no", "yes please"])
+def test_anything_but_yes_drops_nothing(workspace: Path, own_dsn: str, answer: str) -> None:
+    make_schemas(own_dsn)
+    code, screen = bld_tty(workspace, answer, "scan", "shop")
+    assert "Proceed? [y/N]" in screen
+    assert "Nothing dropped." in screen
+    assert code == 4
+    assert {"old_app", "old_lib", "billing_reports"} <= schemas(own_dsn)
+
+
+def test_yes_at_the_prompt_drops_exactly_the_planned_schemas(workspace: Path, own_dsn: str) -> None:
+    make_schemas(own_dsn)
+    before = schemas(own_dsn)
+    code, screen = bld_tty(workspace, "y", "scan", "all")
+    assert code == 0, screen
+    assert "dropped schema `old_app`" in screen and "dropped schema `old_lib`" in screen
+    assert schemas(own_dsn) == (before - {"old_app", "old_lib"}) | {"shop"}
+    assert "billing_reports" in schemas(own_dsn)
+
+
+def test_yes_flag_drops_without_a_terminal(workspace: Path, own_dsn: str) -> None:
+    make_schemas(own_dsn)
+    result = bld(workspace, "scan", "all", "--yes")
+    assert result.returncode == 0, result.stderr
+    assert {"old_app", "old_lib"}.isdisjoint(schemas(own_dsn))
+    assert "billing_reports" in schemas(own_dsn)
+
+
+def test_status_and_search_read_well(workspace: Path) -> None:
+    assert bld(workspace, "scan", "shop").returncode == 0
+    status = bld(workspace, "status")
+    assert status.returncode == 0, status.stderr
+    lines = status.stdout.splitlines()
+    assert lines[0] == "shop"
+    assert lines[1].startswith("  files 2   chunks ")
+    assert lines[1].endswith("model ollama nomic-embed-text:v1.5 (768-d)")
+    assert lines[2] == "  roots:"
+    assert lines[3].split()[:5] == ["shop", "2", "files", lines[3].split()[3], "chunks"]
+    assert lines[4].startswith("  last sweep: ")
+    assert lines[4].endswith(", ok (2 indexed, 0 deleted, 0 failed)")
+
+    data = json.loads(bld(workspace, "status", "shop", "--json").stdout)
+    [project] = data["projects"]
+    assert (project["project"], project["files"], project["indexed"]) == ("shop", 2, True)
+
+    result = bld(workspace, "search", "shop", "slugify", "--top-k", "3")
+    assert result.returncode == 0, result.stderr
+    first = result.stdout.splitlines()[0].split()
+    assert first[0] == "shop/util.py:1-2" and first[1] == "slugify"
+    hits = json.loads(bld(workspace, "search", "shop", "Invoice total", "--json").stdout)["hits"]
+    assert {"chunk_id", "repo", "path", "absolute_path", "start_line", "end_line", "symbol",
+            "score", "snippet"} <= set(hits[0])  # fmt: skip
+
+
+def test_known_errors_are_one_line_without_traceback(workspace: Path) -> None:
+    result = bld(workspace, "scan", "nosuch")
+    assert result.returncode == 1
+    assert result.stderr.strip().splitlines() == [
+        f"error: no project 'nosuch' in {workspace / 'rag-projects.json'} (configured: shop); "
+        "add it there, or use `all`"
+    ]
+    result = bld(workspace, "status", "--server")
+    assert result.returncode == 1
+    assert "no code-rag server answers at http://127.0.0.1:17080/rag-admin" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_dry_run_lists_and_counts_without_writing(workspace: Path, own_dsn: str) -> None:
+    (workspace / "shop" / ".env").write_text("SECRET=1\n", encoding="utf-8")
+    result = bld(workspace, "scan", "shop", "--dry-run")
+    assert result.returncode == 0
+    assert "  + shop/util.py" in result.stdout
+    assert "  - shop/.env  (secret file)" in result.stdout
+    assert result.stdout.splitlines()[-1] == "shop: 2 to index; skipped: 1 secret file"
+    assert "shop" not in schemas(own_dsn)
+
+
+def test_init_writes_once_and_never_overwrites_without_force(tmp_path: Path) -> None:
+    first = bld(tmp_path, "init")
+    assert first.returncode == 0
+    ini = (tmp_path / "application.ini").read_text()
+    assert (tmp_path / "application.ini").stat().st_mode & 0o777 == 0o600
+    again = bld(tmp_path, "init")
+    assert again.returncode == 1
+    assert "already exist: keep them, or run `./bld init --force`" in again.stderr
+    assert (tmp_path / "application.ini").read_text() == ini
+    forced = bld(tmp_path, "init", "--force")
+    assert forced.returncode == 0
+    assert (tmp_path / "application.ini").read_text() != ini  # a fresh token
+
+
+def test_every_command_has_help_with_an_example(tmp_path: Path) -> None:
+    for command in ("scan", "status", "search", "reindex", "init"):
+        result = bld(tmp_path, command, "--help")
+        assert result.returncode == 0
+        assert "Example: ./bld " + command in result.stdout.replace("\n", " "), command
