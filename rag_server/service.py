@@ -23,6 +23,9 @@ from indexer.db import Database, mapped_errors
 from indexer.embed import Embedder
 from indexer.errors import InvalidArgument, ProjectNotFound, RagError, SweepRunning
 from indexer.project import Project
+from indexer.status import project_status
+from indexer.sweep import SweepOptions, sweep_project
+from indexer.walk import WalkOptions
 from rag_server.config import Settings
 
 log = logging.getLogger("code_rag.service")
@@ -158,9 +161,6 @@ class Service:
         Raises `SweepRunning` when this process already sweeps the project; a sweep another
         process holds (the advisory lock) ends as a "skipped" outcome instead.
         """
-        from indexer.sweep import SweepOptions, sweep_project
-        from indexer.walk import WalkOptions
-
         project = self.project(name)
         run = ActiveRun(run_id or new_run_id(), name, trigger, full, now())
         other = self._claim(name, run)
@@ -240,19 +240,15 @@ class Service:
     def status(self, name: str) -> dict[str, Any]:
         """What `./bld status` shows for one project, plus what only the server knows:
         whether a sweep runs now, how the last one of this process ended, the next one."""
-        from indexer.status import project_status
-
         project = self.project(name)
-        try:
-            with mapped_errors(f"reading the status of {name}"), self.db.connection() as conn:
-                data: dict[str, Any] = {"indexed": True, **project_status(conn, project).to_dict()}
-        except ProjectNotFound:
-            data = {"project": name, "indexed": False, "files": 0, "chunks": 0}
+        with mapped_errors(f"reading the status of {name}"), self.db.connection() as conn:
+            data: dict[str, Any] = project_status(conn, project).to_dict()
         active = self.active_run(name)
         last = self.last_run(name)
+        running_here = active is not None and active.started_at is not None
         data.update(
-            project=name,
-            sweep_running=active is not None and active.started_at is not None,
+            # The database sees sweeps of every process (their advisory locks), we see ours.
+            sweep_running=bool(data.get("sweep_running")) or running_here,
             current_run=None if active is None else active.to_dict(),
             last_run=None if last is None else last.to_dict(),
             next_sweep_at=iso(self.next_sweep_at(name)),

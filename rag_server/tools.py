@@ -23,6 +23,7 @@ from indexer import store
 from indexer.db import mapped_errors
 from indexer.errors import InvalidArgument, RagError
 from indexer.project import Project
+from indexer.search import get_chunk, search_code
 from rag_server.mcp import STRUCTURED_OUTPUT_SINCE, version_at_least
 from rag_server.service import Service, iso
 
@@ -272,8 +273,6 @@ def bound_hits(query: str, hits: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def search_handler(service: Service, project: Project, args: Mapping[str, Any]) -> dict[str, Any]:
-    from indexer.search import search_code
-
     query = str(args["query"])
     with mapped_errors(f"searching {project.name}"), service.db.connection() as conn:
         hits = search_code(
@@ -306,8 +305,6 @@ def _finite(hit: dict[str, Any]) -> dict[str, Any]:
 def get_chunk_handler(
     service: Service, project: Project, args: Mapping[str, Any]
 ) -> dict[str, Any]:
-    from indexer.search import get_chunk
-
     chunk_id = args["chunk_id"]
     context = int(args.get("context_lines") or 0)
     with mapped_errors(f"reading a chunk of {project.name}"), service.db.connection() as conn:

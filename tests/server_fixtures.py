@@ -264,3 +264,40 @@ def shop(database: Database) -> Iterator[Served]:
             served.standin = standin
             yield served
     shutil.rmtree(base, ignore_errors=True)
+
+
+class GatedEmbedder:
+    """Wraps a real embedder; `embed_documents` waits for `gate` (queries never wait), so a
+    test can hold a sweep in the middle of its work and act while it runs."""
+
+    def __init__(self, inner: Embedder) -> None:
+        self.inner = inner
+        self.gate = threading.Event()
+        self.waiting = threading.Event()
+
+    @property
+    def identity(self) -> Any:
+        return self.inner.identity
+
+    def embed_documents(self, texts: Any, labels: Any = None) -> Any:
+        self.waiting.set()
+        if not self.gate.wait(timeout=60):
+            raise RuntimeError("the test never opened the gate")
+        return self.inner.embed_documents(texts, labels)
+
+    def embed_query(self, text: str) -> list[float]:
+        return self.inner.embed_query(text)
+
+    def close(self) -> None:
+        self.inner.close()
+
+
+def wait_for(predicate: Any, timeout: float = 30, what: str = "the condition") -> Any:
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.05)

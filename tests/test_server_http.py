@@ -7,13 +7,16 @@ on a timeout.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 import pytest
-from server_fixtures import TOKEN, Served
+
+if TYPE_CHECKING:
+    from server_fixtures import Served
 
 pytest_plugins = ["server_fixtures"]
+TOKEN = "test-token-0123456789abcdef"  # server_fixtures.TOKEN
 
 MODERN = "2026-07-28"
 CAPS = "io.modelcontextprotocol/clientCapabilities"

@@ -1,0 +1,101 @@
+"""The official MCP SDK client (2.x) against the real server over streamable HTTP.
+
+`mode="auto"` is what current clients do (server/discover at 2026-07-28, the stateless
+revision); `mode="legacy"` is the initialize handshake (2025-11-25). In both, every tool is
+listed and called with the token header, and structured results are validated by the SDK
+against each tool's outputSchema.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any
+
+import anyio
+import httpx2
+import pytest
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+
+if TYPE_CHECKING:
+    from server_fixtures import Served
+
+pytest_plugins = ["server_fixtures"]
+TOKEN = "test-token-0123456789abcdef"  # server_fixtures.TOKEN
+
+TOOL_NAMES = {"search_code", "get_chunk", "list_repos", "index_status"}
+
+
+def connect(url: str, mode: str, token: str = TOKEN) -> Client:
+    http = httpx2.AsyncClient(headers={"X-RAG-Token": token}, timeout=30)
+    return Client(streamable_http_client(url, http_client=http), mode=mode)
+
+
+async def exercise(url: str, mode: str) -> dict[str, Any]:
+    seen: dict[str, Any] = {}
+    async with connect(url, mode) as client:
+        seen["version"] = client.protocol_version
+        seen["server"] = client.server_info
+        listed = await client.list_tools()
+        seen["tools"] = {tool.name: tool for tool in listed.tools}
+        search = await client.call_tool("search_code", {"query": "invoice number", "top_k": 5})
+        seen["search"] = search
+        hit = search.structured_content["hits"][0]
+        seen["chunk"] = await client.call_tool(
+            "get_chunk", {"chunk_id": hit["chunk_id"], "context_lines": 2}
+        )
+        seen["repos"] = await client.call_tool("list_repos", {})
+        seen["status"] = await client.call_tool("index_status", {})
+        seen["bad"] = await client.call_tool("search_code", {"query": "x", "top_k": 999})
+    return seen
+
+
+@pytest.mark.parametrize(("mode", "version"), [("auto", "2026-07-28"), ("legacy", "2025-11-25")])
+def test_sdk_client_lists_and_calls_every_tool(shop: Served, mode: str, version: str) -> None:
+    seen = anyio.run(exercise, shop.url(shop.project), mode)
+    assert seen["version"] == version
+    assert seen["server"] is not None and seen["server"].name == "code-rag"
+    assert set(seen["tools"]) == TOOL_NAMES
+    for tool in seen["tools"].values():
+        assert tool.input_schema["type"] == "object"
+        assert tool.output_schema is not None and tool.output_schema["type"] == "object"
+        assert tool.description and len(tool.description) > 40
+
+    search = seen["search"]
+    assert not search.is_error
+    hits = search.structured_content["hits"]
+    assert hits and hits[0]["path"] == "billing/invoice.py"
+    assert hits[0]["symbol"] and "Invoice" in hits[0]["symbol"]
+    assert hits[0]["absolute_path"].endswith("billing/invoice.py")
+    # The text content is the same object, for clients that read only text.
+    assert json.loads(search.content[0].text) == search.structured_content
+
+    chunk = seen["chunk"].structured_content
+    assert chunk["path"] == "billing/invoice.py"
+    assert "generate_number" in chunk["text"]
+
+    repos = seen["repos"].structured_content
+    assert repos["indexed"] is True
+    assert [r["repo"] for r in repos["repos"]] == ["shop"]
+    assert repos["repos"][0]["files"] == 3 and repos["repos"][0]["chunks"] > 0
+
+    status = seen["status"].structured_content
+    assert status["indexed"] is True
+    assert status["sweep_running"] is False
+    assert status["embedding"]["model"] == "nomic-embed-text:v1.5"
+
+    bad = seen["bad"]
+    assert bad.is_error
+    assert "top_k" in bad.content[0].text
+
+
+def test_sdk_client_with_a_wrong_token_fails_fast(shop: Served) -> None:
+    # 403 + JSON-RPC body: the client raises at once instead of trying OAuth or hanging.
+    async def attempt() -> None:
+        with anyio.fail_after(20):
+            async with connect(shop.url(shop.project), "auto", token="wrong-token-xxxxxxxx"):
+                pass
+
+    with pytest.raises(BaseException) as caught:
+        anyio.run(attempt)
+    assert "TimeoutError" not in type(caught.value).__name__

@@ -1,0 +1,165 @@
+"""Projects side by side, searches during sweeps, and the scheduler, against the real server.
+
+Two projects served by one server never see each other's rows; a search answers while a sweep
+of the same project is in the middle of its work; at start-up a project never swept is swept
+at once, and the next sweep is planned one interval later.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+# Helpers come from the fixture plugins below: let pytest rewrite their asserts on first import.
+pytest.register_assert_rewrite("server_fixtures", "ollama_standin")
+
+from server_fixtures import (  # noqa: E402
+    GARDEN_FILES,
+    SHOP_FILES,
+    GatedEmbedder,
+    Served,
+    index,
+    make_project,
+    serve,
+    standin_embedder,
+    unique_name,
+    wait_for,
+)
+
+if TYPE_CHECKING:
+    from ollama_standin import OllamaStandin
+
+    from indexer.db import Database
+
+pytest_plugins = ["server_fixtures", "ollama_standin"]
+
+
+def call(served: Served, project: str, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    response = served.rpc(
+        project,
+        "tools/call",
+        {"name": tool, "arguments": arguments},
+        headers={"MCP-Protocol-Version": "2025-11-25"},
+    )
+    assert response.status_code == 200, response.text
+    result: dict[str, Any] = response.json()["result"]
+    assert result["isError"] is False, result["content"][0]["text"]
+    return dict(result["structuredContent"])
+
+
+@pytest.fixture
+def two(
+    work_dir: Path, ollama_standin: OllamaStandin, database: Database
+) -> Iterator[tuple[Served, str, str]]:
+    shop = make_project(unique_name("shop"), work_dir / "shop", SHOP_FILES, label="shop")
+    garden = make_project(unique_name("garden"), work_dir / "garden", GARDEN_FILES, label="garden")
+    index(database, shop, ollama_standin)
+    index(database, garden, ollama_standin)
+    projects = {shop.name: shop, garden.name: garden}
+    for served in serve(work_dir, projects, ollama_standin, database):
+        yield served, shop.name, garden.name
+
+
+def test_two_projects_never_see_each_others_rows(two: tuple[Served, str, str]) -> None:
+    served, shop, garden = two
+    in_shop = call(served, shop, "search_code", {"query": "how often to water a cactus"})
+    in_garden = call(served, garden, "search_code", {"query": "invoice number with year"})
+    assert in_shop["hits"] and in_garden["hits"]
+    assert all(hit["repo"] == "shop" for hit in in_shop["hits"])
+    assert all(hit["repo"] == "garden" for hit in in_garden["hits"])
+    assert all("/garden/" not in hit["absolute_path"] for hit in in_shop["hits"])
+
+    shop_repos = call(served, shop, "list_repos", {})["repos"]
+    garden_repos = call(served, garden, "list_repos", {})["repos"]
+    assert [r["repo"] for r in shop_repos] == ["shop"]
+    assert [r["repo"] for r in garden_repos] == ["garden"]
+
+    # Chunk ids are per project: an id through the other endpoint reads that project only.
+    garden_id = in_garden["hits"][0]["chunk_id"]
+    response = served.rpc(
+        shop,
+        "tools/call",
+        {"name": "get_chunk", "arguments": {"chunk_id": garden_id}},
+        headers={"MCP-Protocol-Version": "2025-11-25"},
+    )
+    result = response.json()["result"]
+    if not result["isError"]:
+        assert result["structuredContent"]["repo"] == "shop"
+
+    status = call(served, garden, "index_status", {})
+    assert status["project"] == garden and status["files"] == 1
+    assert shop not in str(status)
+
+
+def test_a_search_answers_while_a_sweep_of_the_same_project_runs(
+    work_dir: Path, ollama_standin: OllamaStandin, database: Database
+) -> None:
+    project = make_project(unique_name("busy"), work_dir / "busy", SHOP_FILES, label="shop")
+    index(database, project, ollama_standin)
+    embedder = GatedEmbedder(standin_embedder(ollama_standin))
+    for served in serve(
+        work_dir, {project.name: project}, ollama_standin, database, embedder=embedder
+    ):
+        try:
+            (work_dir / "busy" / "billing" / "tax.py").write_text(
+                "def vat(amount):\n    return amount * 0.2\n", encoding="utf-8"
+            )
+            run = served.http.post(
+                "/rag-admin",
+                json={
+                    "jsonrpc": "2.0",
+                    "id": 1,
+                    "method": "reindex",
+                    "params": {"project": project.name},
+                },
+            ).json()["result"]
+            assert run["projects"][project.name] == "started"
+            assert embedder.waiting.wait(30), "the sweep never reached the embedder"
+
+            started = time.monotonic()
+            hits = call(served, project.name, "search_code", {"query": "invoice number"})["hits"]
+            took = time.monotonic() - started
+            assert hits and hits[0]["path"] == "billing/invoice.py"
+            assert took < 5, f"a search took {took:.1f} s while a sweep ran"
+            status = call(served, project.name, "index_status", {})
+            assert status["sweep_running"] is True
+        finally:
+            embedder.gate.set()
+        wait_for(
+            lambda served=served: call(served, project.name, "index_status", {})["files"] == 4,
+            what="the sweep to finish",
+        )
+
+
+def test_startup_sweeps_a_project_never_swept_and_plans_the_next(
+    work_dir: Path, ollama_standin: OllamaStandin, database: Database
+) -> None:
+    project = make_project(unique_name("fresh"), work_dir / "fresh", SHOP_FILES, label="shop")
+    for served in serve(
+        work_dir,
+        {project.name: project},
+        ollama_standin,
+        database,
+        schedule=True,
+        interval_minutes=7,
+    ):
+
+        def swept(served: Served = served) -> dict[str, Any] | None:
+            status = call(served, project.name, "index_status", {})
+            return status if status["last_run"] else None
+
+        status = wait_for(swept, what="the start-up sweep")
+        assert status["last_run"]["trigger"] == "startup"
+        assert status["last_run"]["outcome"] == "ok"
+        assert status["indexed"] is True and status["files"] == 3
+        assert status["sweep_interval_minutes"] == 7
+        next_at = datetime.fromisoformat(status["next_sweep_at"])
+        started = datetime.fromisoformat(status["last_run"]["started_at"])
+        assert timedelta(minutes=6) < next_at - started < timedelta(minutes=8)
+        hits = call(served, project.name, "search_code", {"query": "retry_with_backoff"})["hits"]
+        assert "net/retry.py" in [hit["path"] for hit in hits]
