@@ -16,22 +16,25 @@ embedder and the scheduler (each unless given), and closes what it opened.
 from __future__ import annotations
 
 import contextlib
+import errno
 import hmac
 import logging
+import socket
 from collections.abc import AsyncIterator, Callable
 from urllib.parse import urlsplit
 
 import anyio
+import uvicorn
 from litestar import Litestar, Request, Response, post, route
 from litestar.enums import HttpMethod
 from litestar.exceptions.http_exceptions import RequestEntityTooLarge
 from litestar.types import ASGIApp, Receive, Scope, Send
 
 from indexer.db import Database
-from indexer.embed import Embedder, make_embedder
-from indexer.errors import ProjectNotFound
+from indexer.embed import Embedder
+from indexer.errors import ConfigError, ProjectNotFound
 from rag_server import admin, jsonrpc, mcp
-from rag_server.config import Settings
+from rag_server.config import Settings, make_settings_embedder
 from rag_server.jsonrpc import FORBIDDEN, INVALID_REQUEST, NOT_FOUND, RpcError
 from rag_server.scheduler import SweepScheduler
 from rag_server.service import Service
@@ -227,13 +230,7 @@ def create_app(
             )
         model = embedder
         if model is None:
-            model = await anyio.to_thread.run_sync(
-                lambda: make_embedder(
-                    settings.embedding.provider,
-                    settings.embedding.model or None,
-                    settings.embedding.host,
-                )
-            )
+            model = await anyio.to_thread.run_sync(make_settings_embedder, settings)
         service = Service(settings, db, model)
         scheduler = SweepScheduler(service) if schedule else None
         app.state.service = service
@@ -257,4 +254,39 @@ def create_app(
         request_max_body_size=MAX_BODY_BYTES,
         openapi_config=None,
         debug=False,
+    )
+
+
+# --- running it -----------------------------------------------------------------------------------
+
+
+def check_port_free(settings: Settings) -> None:
+    """Fail early, with what to do, when the address is taken (another `./bld serve`?)."""
+    host, port = settings.server.host, settings.server.port
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((host, port))
+        except OSError as exc:
+            if exc.errno == errno.EADDRINUSE:
+                raise ConfigError(
+                    f"{host}:{port} is already in use (another ./bld serve?): stop it, or set "
+                    f"[server] port in {settings.config_path}"
+                ) from None
+            raise ConfigError(f"cannot listen on {host}:{port}: {exc.strerror}") from None
+
+
+def serve_forever(
+    settings: Settings, *, database: Database | None = None, embedder: Embedder | None = None
+) -> None:
+    """Run the app under uvicorn until interrupted (Ctrl-C stops it cleanly)."""
+    app = create_app(settings, database=database, embedder=embedder)
+    uvicorn.run(
+        app,
+        host=settings.server.host,
+        port=settings.server.port,
+        log_level="info",
+        access_log=False,
+        lifespan="on",
     )

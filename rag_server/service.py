@@ -24,9 +24,8 @@ from indexer.embed import Embedder
 from indexer.errors import InvalidArgument, ProjectNotFound, RagError, SweepRunning
 from indexer.project import Project
 from indexer.status import project_status
-from indexer.sweep import SweepOptions, sweep_project
-from indexer.walk import WalkOptions
-from rag_server.config import Settings
+from indexer.sweep import sweep_project
+from rag_server.config import Settings, sweep_options
 
 log = logging.getLogger("code_rag.service")
 
@@ -174,14 +173,15 @@ class Service:
             self._active[name] = run
         assert run.started_at is not None
         outcome, message, report = "ok", None, None
-        options = SweepOptions(
-            files_per_commit=self.settings.indexer.files_per_commit,
-            walk=WalkOptions(max_file_bytes=self.settings.indexer.max_file_bytes),
-        )
         try:
             log.info("sweep of %s started (%s, run %s)", name, trigger, run.run_id)
             result = sweep_project(
-                self.db, project, self.embedder, options, full=full, progress=progress
+                self.db,
+                project,
+                self.embedder,
+                sweep_options(self.settings),
+                full=full,
+                progress=progress,
             )
             report = result.to_dict()
         except SweepRunning as exc:

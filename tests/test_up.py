@@ -1,0 +1,183 @@
+"""`./bld up` as a person runs it: a subprocess from a folder with no configuration.
+
+The fast test configures the Ollama stand-in and one small project, then checks the whole
+path: database, sweep with progress, serving, and the exact `claude mcp add` line, which an
+MCP client then uses as printed. The slow test starts from nothing at all: `up` writes the
+configuration (this checkout as the demo project) and indexes with the bundled local model.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import httpx
+import pytest
+
+pytest.register_assert_rewrite("server_fixtures", "ollama_standin")
+
+from server_fixtures import SHOP_FILES, make_tree  # noqa: E402
+
+if TYPE_CHECKING:
+    from ollama_standin import OllamaStandin
+
+pytest_plugins = ["ollama_standin"]
+
+ROOT = Path(__file__).resolve().parent.parent
+CLAUDE_LINE = re.compile(
+    r"claude mcp add --transport http (\S+) (\S+) --header \"X-RAG-Token: (\S+)\""
+)
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+class Up:
+    """`python -m rag_server.cli up` in `folder`, its output collected line by line."""
+
+    def __init__(self, folder: Path, *args: str) -> None:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("CODE_RAG_")}
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "rag_server.cli", "up", *args],
+            cwd=folder,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        self.lines: list[str] = []
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            self.lines.append(line.rstrip("\n"))
+
+    def wait_for(self, pattern: re.Pattern[str], timeout: float) -> re.Match[str]:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            for line in list(self.lines):
+                if match := pattern.search(line):
+                    return match
+            if self.proc.poll() is not None and not self.reader.is_alive():
+                break
+            time.sleep(0.1)
+        raise AssertionError("`up` never printed it; output:\n" + "\n".join(self.lines))
+
+    def stop(self) -> int:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGINT)
+            try:
+                self.proc.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+        self.reader.join(timeout=10)
+        return self.proc.returncode
+
+
+@pytest.fixture
+def running() -> Iterator[list[Up]]:
+    started: list[Up] = []
+    yield started
+    for up in started:
+        up.stop()
+
+
+def wait_until_served(url: str, token: str, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            response = httpx.post(
+                url,
+                json={"jsonrpc": "2.0", "id": 1, "method": "ping"},
+                headers={"X-RAG-Token": token},
+            )
+            if response.status_code == 200:
+                return
+        except httpx.TransportError:
+            pass
+        time.sleep(0.2)
+    raise AssertionError(f"nothing served at {url}")
+
+
+def search(url: str, token: str, query: str) -> dict[str, Any]:
+    response = httpx.post(
+        url,
+        json={
+            "jsonrpc": "2.0",
+            "id": 2,
+            "method": "tools/call",
+            "params": {"name": "search_code", "arguments": {"query": query}},
+        },
+        headers={"X-RAG-Token": token, "MCP-Protocol-Version": "2025-11-25"},
+        timeout=60,
+    )
+    result: dict[str, Any] = response.json()["result"]
+    assert result["isError"] is False, result
+    return dict(result["structuredContent"])
+
+
+def test_up_sweeps_serves_and_prints_the_claude_line(
+    work_dir: Path, ollama_standin: OllamaStandin, running: list[Up]
+) -> None:
+    make_tree(work_dir / "shop", SHOP_FILES)
+    port = free_port()
+    (work_dir / "application.ini").write_text(
+        f"[server]\nport = {port}\n\n[embedding]\nprovider = ollama\nhost = {ollama_standin.url}\n",
+        encoding="utf-8",
+    )
+    (work_dir / "rag-projects.json").write_text(
+        '{"projects": {"shop": {"roots": ["shop"]}}}', encoding="utf-8"
+    )
+    up = Up(work_dir)
+    running.append(up)
+    match = up.wait_for(CLAUDE_LINE, timeout=120)
+    name, url, token = match.groups()
+    assert (name, url) == ("shop", f"http://127.0.0.1:{port}/rag-mcp/shop")
+    assert token == (work_dir / ".data" / "token").read_text().strip()
+    output = "\n".join(up.lines)
+    assert "database: PostgreSQL" in output and "embedding: ollama" in output
+    assert "sweeping shop" in output
+    # The printed line is a valid shell command with exactly these arguments.
+    line = next(line for line in up.lines if "claude mcp add" in line)
+    assert shlex.split(line)[-2:] == ["--header", f"X-RAG-Token: {token}"]
+
+    wait_until_served(url, token)
+    hits = search(url, token, "invoice number")["hits"]
+    assert hits and hits[0]["path"] == "billing/invoice.py"
+    assert up.stop() == 0
+
+
+@pytest.mark.slow
+def test_up_on_a_fresh_folder_writes_the_demo_config_and_serves_it(
+    work_dir: Path, running: list[Up]
+) -> None:
+    # Nothing configured: `up` writes both files, indexes this checkout with the bundled local
+    # model (the one test that uses it), and serves it.
+    port = free_port()
+    up = Up(work_dir, "--port", str(port))
+    running.append(up)
+    match = up.wait_for(CLAUDE_LINE, timeout=600)
+    name, url, token = match.groups()
+    assert (work_dir / "application.ini").exists()
+    assert (work_dir / "rag-projects.json").exists()
+    assert url == f"http://127.0.0.1:{port}/rag-mcp/{name}"
+    wait_until_served(url, token)
+    hits = search(url, token, "compare the token in constant time")["hits"]
+    assert any(hit["path"] == "rag_server/app.py" for hit in hits), hits
+    assert up.stop() == 0
