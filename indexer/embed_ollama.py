@@ -337,18 +337,10 @@ class OllamaEmbedder:
             response = self._with_retries(call, report)
         except ValueError as exc:  # an unreadable body: JSON or schema (pydantic) errors
             raise _Refused(f"unreadable answer: {exc}", context=False) from exc
-        vectors = response.embeddings
-        if len(vectors) != len(texts):
-            raise _Refused(f"{len(vectors)} vectors for {len(texts)} inputs", context=False)
-        out: list[list[float]] = []
-        for vector in vectors:
-            values = [float(v) for v in vector]
-            if dimension is not None and len(values) != dimension:
-                raise _Refused(f"a {len(values)}-d vector, expected {dimension}", context=False)
-            if not all(math.isfinite(v) for v in values):
-                raise _Refused("a vector with NaN or Inf values", context=False)
-            out.append(values)
-        return out
+        problem, vectors = checked_vectors(response.embeddings, len(texts), dimension)
+        if problem:
+            raise _Refused(problem, context=False)
+        return vectors
 
     def _with_retries(self, call: Callable[[], T], report: EmbedReport) -> T:
         """`call()` with transport failures and 503s retried after 0.5 s, 1 s, 2 s ..., then
@@ -404,6 +396,24 @@ class OllamaEmbedder:
 
 class _Transient(Exception):
     """A failure worth retrying unchanged after a pause: no connection, timeout, busy."""
+
+
+def checked_vectors(
+    vectors: Sequence[Sequence[float]], count: int, dimension: int | None
+) -> tuple[str, list[list[float]]]:
+    """("", the vectors as float lists), or (what is wrong, []): one finite vector of
+    `dimension` values per input is the only acceptable answer."""
+    if len(vectors) != count:
+        return f"{len(vectors)} vectors for {count} inputs", []
+    out: list[list[float]] = []
+    for vector in vectors:
+        values = [float(v) for v in vector]
+        if dimension is not None and len(values) != dimension:
+            return f"a {len(values)}-d vector, expected {dimension}", []
+        if not all(map(math.isfinite, values)):
+            return "a vector with NaN or Inf values", []
+        out.append(values)
+    return "", out
 
 
 def _positive_int(value: Any) -> int | None:

@@ -17,6 +17,7 @@ embedding calls". Binds 127.0.0.1 on an ephemeral port, serves from a thread.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import re
@@ -75,6 +76,12 @@ def standin_vector(text: str, dimension: int) -> list[float]:
         acc[h % dimension] += 1.0 if (h >> 16) & 1 else -1.0
     norm = math.sqrt(sum(v * v for v in acc)) or 1.0
     return [v / norm for v in acc]
+
+
+@functools.lru_cache(maxsize=8192)
+def _cached_vector(text: str, dimension: int) -> tuple[float, ...]:
+    # Tests and the benchmark embed the same texts many times: hash them once.
+    return tuple(standin_vector(text, dimension))
 
 
 def canonical_name(name: str) -> str:
@@ -222,7 +229,7 @@ class OllamaStandin:
                     return self._fail(self.context_error)
                 text, count = head_tokens(text, limit), limit
             tokens += count
-            vectors.append(standin_vector(text, model.dimension))
+            vectors.append(list(_cached_vector(text, model.dimension)))
         with self._lock:
             self.embedded_inputs += len(inputs)
         elapsed = time.perf_counter_ns() - started
