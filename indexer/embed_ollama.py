@@ -371,6 +371,12 @@ class OllamaEmbedder:
         except ollama.ResponseError as exc:
             status, text = exc.status_code, str(exc.error)
             lowered = text.lower()
+            if status == 404 and "model" not in lowered:  # gin's "404 page not found"
+                raise EmbedderUnavailable(
+                    f"the server at {self.host} has no Ollama embedding API ({text}): upgrade "
+                    "Ollama to 0.3 or later (`/api/embed`), or check the host under [embedding] "
+                    "in application.ini"
+                ) from None
             if status == 404 and "not found" in lowered:
                 raise ModelNotFound(
                     f"Ollama at {self.host} does not have the model {self.model!r}: run "

@@ -308,6 +308,15 @@ def test_missing_model_on_embed_says_pull(server: OllamaStandin) -> None:
     assert 'model "nomic-embed-text:v1.5" not found, try pulling it first' in str(caught.value)
 
 
+def test_a_server_without_the_embed_api_is_not_mistaken_for_a_missing_model(
+    server: OllamaStandin,
+) -> None:
+    # Ollama before 0.3 (or another server at that address) answers gin's plain 404 page.
+    e = make_embedder("ollama", None, f"{server.url}/elsewhere", backoff_seconds=0.0)
+    with pytest.raises(EmbedderUnavailable, match=r"has no Ollama embedding API.*upgrade Ollama"):
+        e.embed_query("x")
+
+
 def test_non_embedding_model_is_refused_up_front() -> None:
     chat = StandinModel(name="llama3.2", family="llama", capabilities=("completion", "tools"))
     with OllamaStandin([chat]) as s, pytest.raises(EmbedderError, match="cannot embed"):
