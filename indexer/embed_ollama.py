@@ -164,7 +164,7 @@ class OllamaEmbedder:
             tokens = self.context_tokens or FALLBACK_CONTEXT_TOKENS
             self.max_input_bytes = min(tokens * DEFAULT_BYTES_PER_TOKEN, self.batch_max_bytes)
         if dimension is None:
-            dimension = len(self._request([PROBE_TEXT], EmbedReport(), dimension=None)[0])
+            dimension = len(self._request([PROBE_TEXT], EmbedReport())[0])
         return EmbeddingModel(
             provider=PROVIDER_OLLAMA,
             model=self.model,
@@ -319,13 +319,10 @@ class OllamaEmbedder:
             f"({last.message}): check `ollama ps` and the Ollama server log"
         )
 
-    def _request(
-        self, texts: list[str], report: EmbedReport, dimension: int | None = -1
-    ) -> list[list[float]]:
+    def _request(self, texts: list[str], report: EmbedReport) -> list[list[float]]:
         """One `/api/embed` call (with transport retries), its answer checked: one finite
-        vector of the model's dimension per input, or `_Refused`."""
-        if dimension == -1:
-            dimension = self._identity.dimension if self._identity else None
+        vector of the model's dimension (once known) per input, or `_Refused`."""
+        dimension = self._identity.dimension if self._identity else None
 
         def call() -> ollama.EmbedResponse:
             report.requests += 1
