@@ -8,10 +8,13 @@ separators, so all four spellings meet on `get`, `user`, `by`, `id` and `getuser
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable
 
 IDENTIFIER_RE = re.compile(r"[^\W_][\w-]*|_[\w-]+")  # hyphens kept: kebab-case is one name
+# The same split for plain ASCII names, done by the regex engine (the common, fast case).
+ASCII_HUMP_RE = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
 MAX_TERM_CHARS = 60  # longer "words" are data (hashes, base64), not names
 MAX_QUERY_TERMS = 32
 
@@ -36,18 +39,21 @@ def _humps(piece: str) -> list[str]:
 
 def split_identifier(identifier: str) -> list[str]:
     """The lowercased parts of one identifier: `parseHTTPResponse2` -> parse, http, response, 2."""
+    if identifier.isascii():
+        return [m.lower() for m in ASCII_HUMP_RE.findall(identifier)]
     parts: list[str] = []
     for piece in re.split(r"[_\-]+", identifier):
         parts.extend(_humps(piece))
     return parts
 
 
-def identifier_terms(identifier: str) -> list[str]:
+@functools.lru_cache(maxsize=1 << 16)
+def identifier_terms(identifier: str) -> tuple[str, ...]:
     """Parts of an identifier plus, for compound names, the whole name joined."""
     parts = split_identifier(identifier)
     if len(parts) > 1:
         parts.append("".join(parts))
-    return [p for p in parts if len(p) <= MAX_TERM_CHARS]
+    return tuple(p for p in parts if len(p) <= MAX_TERM_CHARS)
 
 
 def terms(text: str) -> list[str]:

@@ -134,6 +134,9 @@ SELECT CASE WHEN a.atttypmod > 0 THEN a.atttypmod END AS dim
 DELETE_ALL_FILES = "DELETE FROM {schema}.rag_file"
 DROP_HNSW = "DROP INDEX IF EXISTS {schema}.rag_chunk_embedding_hnsw"
 SET_EMBEDDING_TYPE = "ALTER TABLE {schema}.rag_chunk ALTER COLUMN embedding TYPE vector({dim})"
+# Index builds get more memory than the default 64MB, or pgvector builds the graph on disk, slowly.
+SET_BUILD_MEMORY = "SELECT set_config('maintenance_work_mem', %(mem)s, true)"
+COUNT_CHUNKS = "SELECT count(*) FROM {schema}.rag_chunk"
 CREATE_HNSW = """
 CREATE INDEX IF NOT EXISTS rag_chunk_embedding_hnsw
     ON {schema}.rag_chunk USING hnsw (embedding vector_cosine_ops)

@@ -38,6 +38,10 @@ from indexer.walk import Candidate, Walker, WalkOptions
 log = logging.getLogger("code_rag.sweep")
 
 DEFAULT_FILES_PER_COMMIT = 50
+# Into an empty project, at least this many files are a bulk load: the HNSW index is built
+# once at the end instead of updated per row.
+BULK_LOAD_FILES = 200
+BINARY_CONTENT = "binary content"
 MAX_FAILURES_REPORTED = 200
 
 
@@ -116,6 +120,8 @@ class _Prepared:
     hashes: tuple[str, ...] = ()
     error: str | None = None
     touch_id: int | None = None  # same content as stored: only size/mtime change
+    skip: str | None = None  # not indexable after all (binary content)
+    row_id: int | None = None  # its stored row, to delete when skipped
 
 
 @dataclass
@@ -157,6 +163,7 @@ class _Sweep:
         self.report = report
         self.progress = progress
         self.started = time.perf_counter()
+        self.redo = False  # every file is re-chunked (full sweep, new model or chunker)
 
     # -- model bookkeeping -------------------------------------------------------------------
 
@@ -188,7 +195,7 @@ class _Sweep:
 
     def run(self, full: bool) -> None:
         report = self.report
-        redo = self.prepare_index(full)
+        redo = self.redo = self.prepare_index(full)
 
         t = time.perf_counter()
         walked = Walker(self.project, self.options.walk).walk()
@@ -215,15 +222,25 @@ class _Sweep:
             ):
                 report.files_unchanged += 1
             else:
-                todo.append((cand, None if redo else state))
+                todo.append((cand, state))
+        bulk = len(todo) >= BULK_LOAD_FILES and store.chunk_count(self.conn, self.name) == 0
+        if bulk:
+            store.drop_vector_index(self.conn, self.name)
+            self.conn.commit()
         report.add_time("compare", time.perf_counter() - t)
         self._progress("walk", 0, len(todo))
 
         self.index(todo)
+        if bulk:
+            t = time.perf_counter()
+            with mapped_errors(f"building the vector index of {self.name}"):
+                store.build_vector_index(self.conn, self.name)
+                self.conn.commit()
+            report.add_time("build_index", time.perf_counter() - t)
 
         t = time.perf_counter()
         with mapped_errors(f"deleting removed files of {self.name}"):
-            report.files_deleted = removed_roots + store.delete_files(self.conn, self.name, gone)
+            report.files_deleted += removed_roots + store.delete_files(self.conn, self.name, gone)
             self.conn.commit()
         report.add_time("delete", time.perf_counter() - t)
 
@@ -292,7 +309,7 @@ class _Sweep:
             return _Prepared(cand, "", None, error=f"cannot read the file: {exc.strerror or exc}")
         sha = hashlib.sha256(data).hexdigest()
         self.report.add_time("read", time.perf_counter() - t)
-        if state is not None and state.error is None and state.sha256 == sha:
+        if not self.redo and state is not None and state.error is None and state.sha256 == sha:
             return _Prepared(cand, sha, None, touch_id=state.id)
         t = time.perf_counter()
         try:
@@ -302,8 +319,10 @@ class _Sweep:
             return _Prepared(cand, sha, None, error=f"chunking failed: {exc}")
         finally:
             self.report.add_time("chunk", time.perf_counter() - t)
-        if result.refused:
-            return _Prepared(cand, sha, result.language, error=f"not indexed: {result.refused}")
+        if result.refused:  # binary content: a skip, not a failure
+            return _Prepared(
+                cand, sha, result.language, skip=BINARY_CONTENT, row_id=state.id if state else None
+            )
         return _Prepared(
             cand,
             sha,
@@ -356,6 +375,12 @@ class _Sweep:
                 if f.touch_id is not None:
                     store.touch_file(conn, self.name, f.touch_id, cand.size, cand.mtime_ns)
                     report.files_unchanged += 1
+                    continue
+                if f.skip is not None:
+                    report.skipped[f.skip] = report.skipped.get(f.skip, 0) + 1
+                    report.files_seen -= 1
+                    if f.row_id is not None:
+                        report.files_deleted += store.delete_files(conn, self.name, [f.row_id])
                     continue
                 reason = f.error or next((refused[h] for h in f.hashes if h in refused), None)
                 if reason is None:

@@ -34,6 +34,15 @@ DEFAULT_SECRET_FILES: tuple[str, ...] = (
     ".netrc", ".pgpass", ".npmrc", ".pypirc", ".git-credentials", "*.tfvars", "secrets.*",
     "*.secret", "*.secrets",
 )  # fmt: skip
+# Known binary formats, skipped without being read (anything else binary is caught by content).
+DEFAULT_BINARY_SUFFIXES: tuple[str, ...] = (
+    ".so", ".a", ".o", ".obj", ".dll", ".dylib", ".exe", ".bin", ".pyc", ".pyo", ".pyd",
+    ".class", ".jar", ".war", ".zip", ".gz", ".tgz", ".bz2", ".xz", ".zst", ".7z", ".rar",
+    ".tar", ".whl", ".egg", ".png", ".jpg", ".jpeg", ".gif", ".bmp", ".ico", ".webp", ".tiff",
+    ".pdf", ".woff", ".woff2", ".ttf", ".otf", ".eot", ".mp3", ".mp4", ".wav", ".ogg", ".flac",
+    ".avi", ".mov", ".mkv", ".sqlite", ".sqlite3", ".db", ".pkl", ".pickle", ".npy", ".npz",
+    ".parquet", ".onnx", ".pt", ".safetensors", ".iso", ".dmg", ".psd", ".DS_Store",
+)  # fmt: skip
 DEFAULT_MAX_FILE_BYTES = 1_000_000
 
 # Skip reasons, as reported and counted.
@@ -48,6 +57,7 @@ BROKEN_LINK = "broken symlink"
 NOT_REGULAR = "not a regular file"
 UNREADABLE = "unreadable"
 EMPTY = "empty"
+BINARY_FILE = "binary file"
 
 
 @dataclass(frozen=True)
@@ -55,6 +65,7 @@ class WalkOptions:
     max_file_bytes: int = DEFAULT_MAX_FILE_BYTES
     skip_dirs: tuple[str, ...] = DEFAULT_SKIP_DIRS
     secret_files: tuple[str, ...] = DEFAULT_SECRET_FILES
+    binary_suffixes: tuple[str, ...] = DEFAULT_BINARY_SUFFIXES
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,6 +137,7 @@ class Walker:
         self.exclude = _spec(project.exclude) if project.exclude else None
         self.skip_dirs = _spec(list(options.skip_dirs))
         self.secrets = _spec(list(options.secret_files))
+        self.binary_suffixes = tuple(s.lower() for s in options.binary_suffixes)
 
     def walk(self) -> WalkResult:
         result = WalkResult()
@@ -193,6 +205,8 @@ class Walker:
             return Skipped(repo, rel, SECRET)
         if ignores.ignored(rel, is_dir=False):
             return Skipped(repo, rel, GITIGNORED)
+        if name.lower().endswith(self.binary_suffixes):
+            return Skipped(repo, rel, BINARY_FILE)
         if self.exclude and self.exclude.match_file(rel):
             return Skipped(repo, rel, EXCLUDED)
         if self.include and not self.include.match_file(rel):

@@ -304,3 +304,39 @@ def test_one_sweep_per_project_at_a_time(
     assert report.outcome == "ok"
     with database.connection() as conn:
         assert not store.sweep_running(conn, project.name)
+
+
+def test_binary_files_are_skipped_not_failed(
+    database: Database, conn: Conn, project: Project, tree: Path, embedder: Any
+) -> None:
+    (tree / "logo.png").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00")
+    (tree / "blob.dat").write_bytes(b"\x00\x01\x02binary\x00" * 10)
+    write(tree, "later.txt", "text for now\n")
+    first = sweep(database, project, embedder)
+    assert first.outcome == "ok"
+    assert first.skipped["binary file"] == 1  # by its suffix, never read
+    assert first.skipped["binary content"] == 1  # by its bytes
+    assert "app/later.txt" in files_and_chunks(conn, project.name)
+    (tree / "later.txt").write_bytes(b"\x00\x00now binary\x00")
+    second = sweep(database, project, embedder)
+    assert (second.files_failed, second.files_deleted) == (0, 1)
+    assert "app/later.txt" not in files_and_chunks(conn, project.name)
+
+
+def test_bulk_load_builds_the_vector_index_at_the_end(
+    database: Database, conn: Conn, project: Project, embedder: Any,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import indexer.sweep
+
+    monkeypatch.setattr(indexer.sweep, "BULK_LOAD_FILES", 1)
+    report = sweep(database, project, embedder)
+    assert "build_index" in report.seconds
+    index = conn.execute(
+        "SELECT indexdef FROM pg_indexes WHERE schemaname = %s AND indexname = %s",
+        (project.name, "rag_chunk_embedding_hnsw"),
+    ).fetchone()
+    assert index is not None and "hnsw" in index[0]
+    conn.rollback()
+    # Not empty any more: the next sweep updates the index in place.
+    assert "build_index" not in sweep(database, project, embedder).seconds

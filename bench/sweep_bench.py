@@ -1,0 +1,191 @@
+"""Sweep benchmark: the sweep's own cost, and how busy it keeps a real embedder.
+
+Corpus: Python packages installed in the project's .venv (code no one here wrote), as the roots
+of one project. Part 1 uses a zero-cost embedder, so what is measured is walk, hash, chunk and
+store: first-sweep files/s, the share of time per phase, and a sweep with nothing changed.
+Part 2 uses the local model on a subset: the end-to-end sweep against the embedder alone on the
+very same chunk texts (target: sweep <= 1.15 x embedding alone).
+
+    .venv/bin/python bench/sweep_bench.py                  # both parts, 3 runs each
+    .venv/bin/python bench/sweep_bench.py --part 1 --runs 5
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+import zlib
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+
+from chunkers import chunk_file, embedding_text  # noqa: E402
+from indexer import store  # noqa: E402
+from indexer.db import Database  # noqa: E402
+from indexer.embed import EmbedBatchResult, EmbeddingModel, make_embedder  # noqa: E402
+from indexer.project import Project, Root  # noqa: E402
+from indexer.sweep import SweepOptions, sweep_project  # noqa: E402
+from indexer.walk import walk_project  # noqa: E402
+
+SITE = (
+    Path(sys.prefix)
+    / "lib"
+    / f"python{sys.version_info.major}.{sys.version_info.minor}"
+    / "site-packages"
+)
+CORPUS = ("transformers", "sympy", "numpy", "pygments", "litestar", "psycopg", "mcp")
+SUBSET = ("litestar",)
+DIM = 384
+
+
+class ZeroCostEmbedder:
+    """Answers at once with a pseudo-random unit vector per text (seeded by its CRC, so the
+    HNSW index sees a realistic spread, not one point): isolates the sweep's own work."""
+
+    identity = EmbeddingModel("bench", "zero-cost", DIM)
+
+    def _vector(self, text: str) -> list[float]:
+        v = np.random.default_rng(zlib.crc32(text.encode())).standard_normal(DIM)
+        return list(v / np.linalg.norm(v))
+
+    def embed_documents(
+        self, texts: Sequence[str], labels: Sequence[str] | None = None
+    ) -> EmbedBatchResult:
+        return EmbedBatchResult(vectors=[self._vector(t) for t in texts], requests=1)
+
+    def embed_query(self, text: str) -> list[float]:
+        return self._vector(text)
+
+    def close(self) -> None:
+        pass
+
+
+def machine() -> str:
+    cpu = "unknown CPU"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
+    return f"{os.cpu_count()} cores, {cpu}, {mem:.0f} GiB RAM, Python {platform.python_version()}"
+
+
+def project(name: str, packages: Sequence[str]) -> Project:
+    roots = tuple(Root(SITE / p, p) for p in packages if (SITE / p).is_dir())
+    return Project(name, roots)
+
+
+def fresh(db: Database, name: str) -> None:
+    with db.connection() as conn:
+        if store.project_exists(conn, name):
+            store.drop_project(conn, name)
+
+
+def part1(db: Database, runs: int) -> None:
+    proj = project("bench_sweep", CORPUS)
+    files = len(walk_project(proj).files)
+    print(f"\n## Part 1: zero-cost embedder, {files:,} files in {', '.join(CORPUS)}")
+    first, unchanged, phases = [], [], []
+    for run in range(runs):
+        fresh(db, proj.name)
+        report = sweep_project(db, proj, ZeroCostEmbedder(), SweepOptions())
+        total = report.seconds["total"]
+        first.append(total)
+        phases.append(report.seconds)
+        again = sweep_project(db, proj, ZeroCostEmbedder(), SweepOptions())
+        unchanged.append(again.seconds["total"])
+        print(
+            f"run {run + 1}: first {total:.1f} s ({report.files_changed / total:,.0f} files/s, "
+            f"{report.chunks_written:,} chunks), unchanged {again.seconds['total']:.2f} s "
+            f"({again.files_unchanged:,} unchanged, {again.embed_requests} embedding calls)"
+        )
+    med = statistics.median(first)
+    print(
+        f"median first sweep: {med:.1f} s = {files / med:,.0f} files/s = {60 * files / med:,.0f} files/min"
+    )
+    print(f"median unchanged sweep: {statistics.median(unchanged):.2f} s")
+    keys = [
+        "walk",
+        "compare",
+        "read",
+        "chunk",
+        "cache_lookup",
+        "embed",
+        "store",
+        "wait_prepare",
+        "delete",
+    ]
+    print("median seconds per phase (read/chunk/cache_lookup run in the preparation thread):")
+    for key in keys:
+        values = [p.get(key, 0.0) for p in phases]
+        share = 100 * statistics.median(values) / med
+        print(f"  {key:<13} {statistics.median(values):7.2f} s  {share:5.1f}% of wall")
+    fresh(db, proj.name)
+
+
+def part2(db: Database, runs: int) -> None:
+    proj = project("bench_local", SUBSET)
+    walked = walk_project(proj).files
+    texts = []
+    for cand in walked:
+        result = chunk_file(cand.path, cand.absolute.read_bytes())
+        texts.extend(embedding_text(c, cand.path) for c in result.chunks)
+    embedder = make_embedder("local")
+    embedder.embed_documents(texts[:8])  # load the model outside the timings
+    model = embedder.identity.describe()
+    print(f"\n## Part 2: local model ({model}), {len(walked):,} files, {len(texts):,} chunks")
+    ratios = []
+    for run in range(runs):
+        t = time.perf_counter()
+        embedder.embed_documents(texts)
+        alone = time.perf_counter() - t
+        fresh(db, proj.name)
+        report = sweep_project(db, proj, embedder, SweepOptions())
+        total = report.seconds["total"]
+        ratios.append(total / alone)
+        print(
+            f"run {run + 1}: embedder alone {alone:.1f} s ({len(texts) / alone:.1f} chunks/s); "
+            f"sweep {total:.1f} s ({report.chunks_written / total:.1f} chunks/s, "
+            f"{report.chunks_embedded:,} embedded, {report.cache_hits:,} cache hits); "
+            f"ratio {total / alone:.3f}"
+        )
+    print(f"median ratio sweep / embedder alone: {statistics.median(ratios):.3f} (target <= 1.15)")
+    fresh(db, proj.name)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--part", type=int, choices=(1, 2))
+    parser.add_argument("--runs", type=int, default=3)
+    args = parser.parse_args()
+    print(f"machine: {machine()}")
+    dsn = os.environ.get("CODE_RAG_DSN", "")
+    data = Path(tempfile.mkdtemp(prefix="code-rag-bench-"))
+    data.chmod(0o755)
+    try:
+        with Database(dsn, data) as db:
+            if args.part in (None, 1):
+                part1(db, args.runs)
+            if args.part in (None, 2):
+                part2(db, args.runs)
+    finally:
+        shutil.rmtree(data, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
