@@ -19,8 +19,8 @@ import logging
 import queue
 import threading
 import time
-from collections.abc import Callable, Iterator
-from dataclasses import asdict, dataclass, field
+from collections.abc import Iterator
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
@@ -33,6 +33,7 @@ from indexer.db import Database, mapped_errors
 from indexer.embed import Embedder, EmbeddingModel, needs_reembed, reembed_warning
 from indexer.errors import DatabaseError, RagError, SweepRunning
 from indexer.project import Project
+from indexer.report import ProgressCallback, SweepProgress, SweepReport
 from indexer.walk import Candidate, Walker, WalkOptions
 
 log = logging.getLogger("code_rag.sweep")
@@ -42,7 +43,6 @@ DEFAULT_FILES_PER_COMMIT = 50
 # once at the end instead of updated per row.
 BULK_LOAD_FILES = 200
 BINARY_CONTENT = "binary content"
-MAX_FAILURES_REPORTED = 200
 
 
 @dataclass(frozen=True)
@@ -50,63 +50,6 @@ class SweepOptions:
     files_per_commit: int = DEFAULT_FILES_PER_COMMIT
     walk: WalkOptions = field(default_factory=WalkOptions)
     chunker: ChunkerConfig = field(default_factory=ChunkerConfig)
-
-
-@dataclass(frozen=True, slots=True)
-class SweepProgress:
-    """Handed to the progress callback after the walk and after each committed batch."""
-
-    project: str
-    phase: str  # "walk", "index", "done"
-    files_done: int
-    files_total: int
-    chunks_written: int
-    elapsed: float
-
-    @property
-    def files_per_second(self) -> float:
-        return self.files_done / self.elapsed if self.elapsed > 0 else 0.0
-
-
-ProgressCallback = Callable[[SweepProgress], None]
-
-
-@dataclass
-class SweepReport:
-    """What one sweep saw and did; stored as JSON in `rag_sweep` and shown by status."""
-
-    project: str
-    started_at: str = ""
-    finished_at: str = ""
-    outcome: str = "running"  # ok | partial (some files failed) | failed
-    error: str | None = None
-    full: bool = False
-    files_seen: int = 0
-    files_unchanged: int = 0
-    files_changed: int = 0
-    files_deleted: int = 0
-    files_failed: int = 0
-    skipped: dict[str, int] = field(default_factory=dict)
-    failures: list[dict[str, str]] = field(default_factory=list)
-    chunks_written: int = 0
-    chunks_embedded: int = 0
-    cache_hits: int = 0
-    embed_requests: int = 0
-    embed_retries: int = 0
-    embed_truncated: int = 0
-    seconds: dict[str, float] = field(default_factory=dict)
-    warnings: list[str] = field(default_factory=list)
-
-    def add_time(self, phase: str, seconds: float) -> None:
-        self.seconds[phase] = round(self.seconds.get(phase, 0.0) + seconds, 4)
-
-    def fail_file(self, repo: str, path: str, reason: str) -> None:
-        self.files_failed += 1
-        if len(self.failures) < MAX_FAILURES_REPORTED:
-            self.failures.append({"repo": repo, "path": path, "reason": reason})
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 @dataclass

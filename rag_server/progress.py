@@ -7,7 +7,7 @@ import sys
 import time
 from typing import TextIO
 
-from indexer.sweep import SweepProgress, SweepReport
+from indexer.report import SweepProgress, SweepReport
 
 PLAIN_EVERY_SECONDS = 5.0
 

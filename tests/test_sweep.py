@@ -18,8 +18,9 @@ from indexer.db import Database
 from indexer.embed import make_embedder
 from indexer.errors import EmbedderUnavailable, ModelMismatch, SweepRunning
 from indexer.project import Project, Root
+from indexer.report import SweepReport
 from indexer.search import search_code
-from indexer.sweep import SweepOptions, SweepReport, sweep_project
+from indexer.sweep import SweepOptions, sweep_project
 from tests.ollama_standin import OllamaStandin, StandinModel, ollama_standin, unreachable_url
 
 __all__ = ["ollama_standin"]

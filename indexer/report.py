@@ -1,0 +1,70 @@
+"""What a sweep reports: its progress while it runs, and its report when it ends.
+
+The report is stored as JSON in `rag_sweep` and shown by `./bld status`, the admin `status`
+call and the `index_status` tool; the progress goes to a terminal on long sweeps.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+MAX_FAILURES_REPORTED = 200
+
+
+@dataclass(frozen=True, slots=True)
+class SweepProgress:
+    """Handed to the progress callback after the walk and after each committed batch."""
+
+    project: str
+    phase: str  # "walk", "index", "done"
+    files_done: int
+    files_total: int
+    chunks_written: int
+    elapsed: float
+
+    @property
+    def files_per_second(self) -> float:
+        return self.files_done / self.elapsed if self.elapsed > 0 else 0.0
+
+
+ProgressCallback = Callable[[SweepProgress], None]
+
+
+@dataclass
+class SweepReport:
+    """What one sweep saw and did; stored as JSON in `rag_sweep` and shown by status."""
+
+    project: str
+    started_at: str = ""
+    finished_at: str = ""
+    outcome: str = "running"  # ok | partial (some files failed) | failed
+    error: str | None = None
+    full: bool = False
+    files_seen: int = 0
+    files_unchanged: int = 0
+    files_changed: int = 0
+    files_deleted: int = 0
+    files_failed: int = 0
+    skipped: dict[str, int] = field(default_factory=dict)
+    failures: list[dict[str, str]] = field(default_factory=list)
+    chunks_written: int = 0
+    chunks_embedded: int = 0
+    cache_hits: int = 0
+    embed_requests: int = 0
+    embed_retries: int = 0
+    embed_truncated: int = 0
+    seconds: dict[str, float] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+
+    def add_time(self, phase: str, seconds: float) -> None:
+        self.seconds[phase] = round(self.seconds.get(phase, 0.0) + seconds, 4)
+
+    def fail_file(self, repo: str, path: str, reason: str) -> None:
+        self.files_failed += 1
+        if len(self.failures) < MAX_FAILURES_REPORTED:
+            self.failures.append({"repo": repo, "path": path, "reason": reason})
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
