@@ -171,6 +171,21 @@ class TimedEmbedder:
         self.inner.close()
 
 
+def synthetic_vocabulary(rng: random.Random, size: int = 20_000) -> list[str]:
+    """A code-like vocabulary with a Zipf-shaped frequency order: made-up identifiers, with the
+    domain words of the queries spread over ranks 40..4000 (so a query word matches a few
+    percent of chunks, as in real code, not half of them)."""
+    syllables = ["ar", "be", "co", "de", "fi", "gu", "ha", "jo", "ki", "lu", "mo", "ne", "po"]
+    made_up = {"".join(rng.choices(syllables, k=rng.randint(2, 4))) for _ in range(size * 2)} - set(
+        WORDS
+    )
+    vocabulary = sorted(made_up)[: size - len(WORDS)]
+    rng.shuffle(vocabulary)
+    for n, word in enumerate(WORDS):
+        vocabulary.insert(40 + n * 4000 // len(WORDS), word)
+    return vocabulary
+
+
 def build(db: Database, embedder: Embedder, chunks: int, root: Path) -> None:
     """Create the synthetic project unless it already holds `chunks` chunks."""
     with db.connection() as conn:
@@ -187,6 +202,8 @@ def build(db: Database, embedder: Embedder, chunks: int, root: Path) -> None:
         conn.commit()
         rng = np.random.default_rng(7)
         words = random.Random(7)
+        vocabulary = synthetic_vocabulary(words)
+        weights = [1.0 / (rank + 1) ** 1.1 for rank in range(len(vocabulary))]
         started = time.perf_counter()
         files = chunks // CHUNKS_PER_FILE
         for i in range(files):
@@ -194,8 +211,8 @@ def build(db: Database, embedder: Embedder, chunks: int, root: Path) -> None:
             vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
             rows = []
             for j in range(CHUNKS_PER_FILE):
-                body = " ".join(words.choices(WORDS, k=60))
-                symbol = f"{words.choice(WORDS)}_{words.choice(WORDS)}_{i}_{j}"
+                body = " ".join(words.choices(vocabulary, weights, k=50))
+                symbol = f"{words.choice(vocabulary)}_{words.choice(vocabulary)}_{i}_{j}"
                 content = f"def {symbol}():\n    # {body}\n    return None\n"
                 rows.append(
                     store.ChunkRow(

@@ -198,8 +198,10 @@ def _check_envelope(request: Request, headers: Mapping[str, str], version: str) 
     name = request.params.get("name")
     if request.method == "tools/call" and isinstance(name, str):
         sent = headers.get(NAME_HEADER)
-        if sent is not None and _decode_header_value(sent) != name:
-            raise RpcError(HEADER_MISMATCH, "the Mcp-Name header does not match params.name")
+        if sent is None or _decode_header_value(sent) != name:
+            raise RpcError(
+                HEADER_MISMATCH, "the Mcp-Name header is missing or does not match params.name"
+            )
 
 
 def _decode_header_value(value: str) -> str | None:

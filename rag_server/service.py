@@ -257,4 +257,6 @@ class Service:
         return data
 
     def close(self) -> None:
-        self._pool.shutdown(wait=True, cancel_futures=True)
+        """Drop queued sweeps; a running one is not waited for (it stops at its next database
+        call once the pool closes, and its lock goes with its connection)."""
+        self._pool.shutdown(wait=False, cancel_futures=True)

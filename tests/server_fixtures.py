@@ -23,7 +23,7 @@ import httpx
 import pytest
 import uvicorn
 from litestar import Litestar
-from ollama_standin import OllamaStandin
+from ollama_standin import OllamaStandin, ollama_standin  # noqa: F401  (re-exported fixture)
 
 from indexer import store
 from indexer.db import Database

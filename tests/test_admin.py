@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 # Helpers come from the fixture plugins below: let pytest rewrite their asserts on first import.
-pytest.register_assert_rewrite("server_fixtures", "ollama_standin")
+pytest.register_assert_rewrite("server_fixtures")
 
 from server_fixtures import (  # noqa: E402
     SHOP_FILES,
@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 
     from indexer.db import Database
 
-pytest_plugins = ["server_fixtures", "ollama_standin"]
+pytest_plugins = ["server_fixtures"]
 
 
 @pytest.fixture

@@ -24,14 +24,14 @@ from typing import TYPE_CHECKING, Any
 import httpx
 import pytest
 
-pytest.register_assert_rewrite("server_fixtures", "ollama_standin")
+pytest.register_assert_rewrite("server_fixtures")
 
 from server_fixtures import SHOP_FILES, make_tree  # noqa: E402
 
 if TYPE_CHECKING:
     from ollama_standin import OllamaStandin
 
-pytest_plugins = ["ollama_standin"]
+pytest_plugins = ["server_fixtures"]
 
 ROOT = Path(__file__).resolve().parent.parent
 CLAUDE_LINE = re.compile(
