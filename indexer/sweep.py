@@ -20,7 +20,7 @@ import queue
 import threading
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -61,6 +61,7 @@ class _Prepared:
     language: str | None
     chunks: tuple[Chunk, ...] = ()
     hashes: tuple[str, ...] = ()
+    rows: tuple[store.ChunkRow, ...] = ()
     error: str | None = None
     touch_id: int | None = None  # same content as stored: only size/mtime change
     skip: str | None = None  # not indexable after all (binary content)
@@ -272,6 +273,28 @@ class _Sweep:
             result.language,
             chunks=result.chunks,
             hashes=tuple(content_hash(c) for c in result.chunks),
+            rows=self._rows(cand.path, result.chunks),
+        )
+
+    def _rows(self, path: str, chunks: tuple[Chunk, ...]) -> tuple[store.ChunkRow, ...]:
+        """Chunk rows without their vectors, keyword terms included (done here, in the
+        preparation thread, to keep the writing thread short)."""
+        path_terms = lexical.path_terms_text(path)
+        return tuple(
+            store.ChunkRow(
+                ordinal=i,
+                start_line=c.start_line,
+                end_line=c.end_line,
+                symbol=_clean(c.symbol) if c.symbol else None,
+                kind=c.kind,
+                content=_clean(c.content),
+                content_sha256=content_hash(c),
+                embedding=None,
+                symbol_terms=lexical.terms_text(c.symbol or ""),
+                path_terms=path_terms,
+                body_terms=lexical.terms_text(c.content),
+            )
+            for i, c in enumerate(chunks)
         )
 
     def _embed_and_write(self, batch: _Batch) -> None:
@@ -343,23 +366,7 @@ class _Sweep:
 
     def _upsert(self, f: _Prepared, vectors: dict[str, Any]) -> None:
         cand = f.candidate
-        path_terms = lexical.path_terms_text(cand.path)
-        rows = [
-            store.ChunkRow(
-                ordinal=i,
-                start_line=c.start_line,
-                end_line=c.end_line,
-                symbol=_clean(c.symbol) if c.symbol else None,
-                kind=c.kind,
-                content=_clean(c.content),
-                content_sha256=h,
-                embedding=vectors[h],
-                symbol_terms=lexical.terms_text(c.symbol or ""),
-                path_terms=path_terms,
-                body_terms=lexical.terms_text(c.content),
-            )
-            for i, (c, h) in enumerate(zip(f.chunks, f.hashes, strict=True))
-        ]
+        rows = [replace(row, embedding=vectors[row.content_sha256]) for row in f.rows]
         record = store.FileRecord(
             cand.repo, cand.path, cand.size, cand.mtime_ns, f.sha256, f.language
         )
