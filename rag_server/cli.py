@@ -34,7 +34,7 @@ from rag_server.config import (
     sweep_options,
     write_initial_config,
 )
-from rag_server.progress import SweepPrinter, describe_report
+from rag_server.render import SweepPrinter, describe_report, format_status
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -119,10 +119,6 @@ def select_projects(settings: Settings, target: str) -> list[Project]:
             "add it there, or use `all`"
         )
     return [settings.projects[target]]
-
-
-def _when(value: str | None) -> str:
-    return value.replace("T", " ").replace("+00:00", " UTC") if value else "never"
 
 
 def _drop_plan(conn: store.Conn, settings: Settings) -> list[store.ProjectSummary]:
@@ -238,52 +234,6 @@ def _dry_run(settings: Settings, projects: list[Project]) -> None:
             typer.echo(f"  - {skipped.repo}/{skipped.path}  ({skipped.reason})")
         counts = ", ".join(f"{n:,} {reason}" for reason, n in result.skipped_by_reason().items())
         typer.echo(f"{project.name}: {len(result.files):,} to index; skipped: {counts or 'none'}")
-
-
-def format_status(status: dict[str, Any]) -> list[str]:
-    """`./bld status` text for one project, from `ProjectStatus.to_dict()` (or the server's)."""
-    name = status["project"]
-    lines = [name]
-    if not status.get("indexed"):
-        lines.append(f"  not indexed yet: run ./bld scan {name}")
-    model = status.get("embedding")
-    model_text = (
-        f"{model['provider']} {model['model']} ({model['dimension']}-d)" if model else "none yet"
-    )
-    lines.append(
-        f"  files {status['files']:,}   chunks {status['chunks']:,}   "
-        f"failed {status['failed_files']:,}   model {model_text}"
-    )
-    repos = status.get("repos", [])
-    lines.append("  roots:")
-    width = max((len(r["repo"]) for r in repos), default=4)
-    for r in repos:
-        counts = f"{r['files']:>8,} files {r['chunks']:>9,} chunks"
-        lines.append(f"    {r['repo']:<{width}}  {counts}  {r['path']}")
-    last = status.get("last_sweep")
-    if not last:
-        lines.append("  last sweep: never")
-    else:
-        took = f"{last['seconds']:.1f} s" if last.get("seconds") is not None else "unfinished"
-        detail = (
-            f"{last['files_changed']:,} indexed, {last['files_deleted']:,} deleted, "
-            f"{last['files_failed']:,} failed"
-        )
-        lines.append(
-            f"  last sweep: {_when(last['started_at'])}, {took}, {last['outcome']} ({detail})"
-        )
-        if last.get("error"):
-            lines.append(f"    error: {last['error']}")
-    if status.get("next_sweep_at"):
-        lines.append(f"  next sweep: {_when(status['next_sweep_at'])}")
-    if status.get("sweep_running"):
-        lines.append("  a sweep is running now")
-    failures = status.get("failures") or []
-    if failures:
-        lines.append(f"  failures ({status['failed_files']:,}):")
-        for f in failures:
-            lines.append(f"    {f['repo']}/{f['path']}: {f['error']}")
-    return lines
 
 
 def _print_statuses(statuses: list[dict[str, Any]], settings: Settings) -> None:

@@ -1,11 +1,14 @@
-"""Progress of long work on a terminal: one line rewritten in place on a TTY, and a plain line
-every few seconds otherwise (logs, CI), always on stderr so stdout stays for results."""
+"""What a person reads on a terminal: sweep progress, sweep reports and project status.
+
+Progress is one line rewritten in place on a TTY, and a plain line every few seconds otherwise
+(logs, CI), always on stderr so stdout stays for results.
+"""
 
 from __future__ import annotations
 
 import sys
 import time
-from typing import TextIO
+from typing import Any, TextIO
 
 from indexer.report import SweepProgress, SweepReport
 
@@ -68,3 +71,53 @@ def describe_report(report: SweepReport) -> str:
         f"({report.chunks_embedded:,} embedded, {report.cache_hits:,} from cache) "
         f"in {total:.1f} s{rate}"
     )
+
+
+def _when(value: str | None) -> str:
+    return value.replace("T", " ").replace("+00:00", " UTC") if value else "never"
+
+
+def format_status(status: dict[str, Any]) -> list[str]:
+    """`./bld status` text for one project, from `ProjectStatus.to_dict()` (or the server's)."""
+    name = status["project"]
+    lines = [name]
+    if not status.get("indexed"):
+        lines.append(f"  not indexed yet: run ./bld scan {name}")
+    model = status.get("embedding")
+    model_text = (
+        f"{model['provider']} {model['model']} ({model['dimension']}-d)" if model else "none yet"
+    )
+    lines.append(
+        f"  files {status['files']:,}   chunks {status['chunks']:,}   "
+        f"failed {status['failed_files']:,}   model {model_text}"
+    )
+    repos = status.get("repos", [])
+    lines.append("  roots:")
+    width = max((len(r["repo"]) for r in repos), default=4)
+    for r in repos:
+        counts = f"{r['files']:>8,} files {r['chunks']:>9,} chunks"
+        lines.append(f"    {r['repo']:<{width}}  {counts}  {r['path']}")
+    last = status.get("last_sweep")
+    if not last:
+        lines.append("  last sweep: never")
+    else:
+        took = f"{last['seconds']:.1f} s" if last.get("seconds") is not None else "unfinished"
+        detail = (
+            f"{last['files_changed']:,} indexed, {last['files_deleted']:,} deleted, "
+            f"{last['files_failed']:,} failed"
+        )
+        lines.append(
+            f"  last sweep: {_when(last['started_at'])}, {took}, {last['outcome']} ({detail})"
+        )
+        if last.get("error"):
+            lines.append(f"    error: {last['error']}")
+    if status.get("next_sweep_at"):
+        lines.append(f"  next sweep: {_when(status['next_sweep_at'])}")
+    if status.get("sweep_running"):
+        lines.append("  a sweep is running now")
+    failures = status.get("failures") or []
+    if failures:
+        lines.append(f"  failures ({status['failed_files']:,}):")
+        for f in failures:
+            lines.append(f"    {f['repo']}/{f['path']}: {f['error']}")
+    return lines
