@@ -267,7 +267,8 @@ def status(
         settings = settings_from(config)
         if server:
             result = admin_call(settings, "status", {"project": project} if project else {})
-            statuses = result.get("projects", []) if isinstance(result, dict) else []
+            one = isinstance(result, dict) and "projects" not in result
+            statuses = [result] if one else result.get("projects", [])
         else:
             projects = select_projects(settings, project or "all")
             with open_database(settings) as db, db.connection() as conn:
