@@ -4,6 +4,10 @@ Code names things `getUserById`, `get_user_by_id` or `get-user-by-id`; a person 
 by id". Each identifier yields its lowercased parts (split at camelCase humps, digits,
 underscores and hyphens) and, when it has several parts, the whole identifier joined without
 separators, so all four spellings meet on `get`, `user`, `by`, `id` and `getuserbyid`.
+
+The query side drops English function words ("the", "of", "if") that carry no meaning in code
+search, and can widen a word to its crude stem as a prefix (`items` -> `item:*`), so "returns the
+parsed items" meets `parse_item`; the index side is never stemmed.
 """
 
 from __future__ import annotations
@@ -17,6 +21,19 @@ IDENTIFIER_RE = re.compile(r"[^\W_][\w-]*|_[\w-]+")  # hyphens kept: kebab-case 
 ASCII_HUMP_RE = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
 MAX_TERM_CHARS = 60  # longer "words" are data (hashes, base64), not names
 MAX_QUERY_TERMS = 32
+# Function words of English prose: they match most chunks and say nothing about which one.
+_STOPWORD_TEXT = """a about above after again against all also am an and any are as at be because
+    been
+    before being below between both but by can could did do does doing down during each either
+    etc few for from further given had has have having he her here hers how i ie if in into
+    is it its itself just me more most my no nor not now of off on once only or other our out
+    over own same she should so some such than that the their them then there these they this
+    those through thus to too under until up upon very via was we were what when where whether
+    which while who whom why will with would you your"""
+STOPWORDS = frozenset(_STOPWORD_TEXT.split())
+# Suffixes a crude English stemmer strips (longest first); the stem must keep 4+ letters.
+_SUFFIXES = ("ations", "ation", "ings", "ing", "ies", "ied", "es", "ed", "s")
+MIN_STEM_CHARS = 4
 
 
 def _humps(piece: str) -> list[str]:
@@ -74,15 +91,45 @@ def path_terms_text(path: str) -> str:
     return terms_text(path.replace("/", " ").replace(".", " "))
 
 
-def query_terms(query: str) -> list[str]:
-    """Distinct terms of a query, in order of first appearance, capped."""
+def query_terms(query: str, *, stopwords: bool = True) -> list[str]:
+    """Distinct terms of a query, in order of first appearance, capped; function words are
+    dropped unless nothing else is left (a query of only "is it" still searches)."""
     seen: dict[str, None] = {}
     for term in terms(query):
         seen.setdefault(term, None)
-    return list(seen)[:MAX_QUERY_TERMS]
+    words = list(seen)
+    if stopwords:
+        words = [w for w in words if w not in STOPWORDS] or words
+    return words[:MAX_QUERY_TERMS]
 
 
-def tsquery_any(words: Iterable[str]) -> str:
+def stem(word: str) -> str:
+    """A crude English stem for prefix matching: `parsed` -> `pars`, `entries` -> `entr`.
+
+    Only alphabetic words lose a suffix, and only when 4+ letters remain; `pars` then matches
+    `parse`, `parser` and `parsing` as a prefix.
+    """
+    if not word.isalpha():
+        return word
+    for suffix in _SUFFIXES:
+        if word.endswith(suffix) and len(word) - len(suffix) >= MIN_STEM_CHARS:
+            return word[: -len(suffix)]
+    return word
+
+
+def _quote(word: str) -> str:
+    return "'" + word.replace("\\", "\\\\").replace("'", "''") + "'"
+
+
+def tsquery_term(word: str, *, prefix: bool = False) -> str:
+    """One term as `tsquery` input: the exact lexeme, or its stem as a prefix (`'pars':*`)."""
+    if prefix:
+        base = stem(word)
+        if base != word or len(word) >= MIN_STEM_CHARS + 1:
+            return _quote(base) + ":*"
+    return _quote(word)
+
+
+def tsquery_any(words: Iterable[str], *, prefix: bool = False) -> str:
     """A `to_tsquery('simple', ...)` text that matches any of `words` (quoted, so it parses)."""
-    quoted = ["'" + w.replace("\\", "\\\\").replace("'", "''") + "'" for w in words]
-    return " | ".join(quoted)
+    return " | ".join(tsquery_term(w, prefix=prefix) for w in words)

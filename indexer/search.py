@@ -2,16 +2,21 @@
 
 Two rankers run over the same filters (repo, language, path glob): HNSW cosine over the chunk
 vectors (iterative scans keep recall under filters) and PostgreSQL full text over
-identifier-aware terms. Their lists are fused by reciprocal rank fusion; a query that names a
-symbol exactly puts that definition first; overlapping chunks of one file collapse into the best.
-Results are pointers — path, lines, symbol, score, a short snippet — never whole files.
+identifier-aware terms, each term weighted by its rarity (from the planner's statistics) and by
+where it occurs (symbol > path > body). The keyword side stays bounded: only the rarest terms
+decide which rows match, and at most `max_ranked` rows get ranked. The lists are fused by
+weighted reciprocal rank fusion; a query that names a symbol exactly puts that definition first;
+overlapping chunks of one file collapse into the best. Results are pointers — path, lines,
+symbol, score, a short snippet — never whole files. `Ranking` holds the knobs, tuned on the
+docstring -> function eval in `bench/eval/` (figures in docs/performance.md).
 """
 
 from __future__ import annotations
 
+import math
 import re
-from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -25,13 +30,64 @@ from indexer.project import Project
 RRF_K = 60
 DEFAULT_TOP_K = 10
 MAX_TOP_K = 50
-CANDIDATES = 50  # per ranker, before fusion
 SNIPPET_LINES = 12
 SNIPPET_CHARS = 600
 MAX_QUERY_CHARS = 2000
 MAX_CONTEXT_LINES = 200
 MAX_CHUNK_VIEW_CHARS = 40_000
+# A line defining `name` in the usual languages (a PostgreSQL regex; names are \\w only).
+DEFINITION_RE_TEMPLATE = (
+    r"(^|\n)[ \t]*(export[ \t]+)?(pub[ \t]+)?(async[ \t]+)?"
+    r"(def|class|function|func|fn|interface|struct|enum|trait|type|module|object)[ \t]+{name}\M"
+)
 SYMBOL_QUERY_RE = re.compile(r"^[A-Za-z_$][\w$]*(?:(?:\.|::|#)[A-Za-z_$][\w$]*)*$")
+
+
+@dataclass(frozen=True)
+class Ranking:
+    """How the two rankers are run and fused; the defaults are the eval-tuned ones.
+
+    `*_depth` is how many candidates each ranker hands to fusion (at least 3 x top_k);
+    `field_weights` are ts_rank's {D, C, B, A} (A: symbol, B: path, C: body); `match_rows` is the
+    estimated number of rows the keyword match may cover (rarest terms first; at least one term
+    always matches) and `max_ranked` a hard cap on rows ranked, for statistics that are stale.
+    """
+
+    vector_weight: float = 1.0
+    keyword_weight: float = 1.0
+    vector_depth: int = 50
+    keyword_depth: int = 50
+    rrf_k: int = RRF_K
+    stopwords: bool = True
+    idf: bool = True
+    prefix: bool = True
+    field_weights: tuple[float, float, float, float] = (0.05, 0.2, 0.5, 1.0)
+    normalization: int = 0
+    match_rows: int = 5000
+    max_ranked: int = 20_000
+
+
+DEFAULT_RANKING = Ranking()
+
+
+@dataclass(frozen=True)
+class KeywordPlan:
+    """What the keyword side will run: every query term with its idf, and the terms that
+    decide which rows match (the rarest, within the row budget)."""
+
+    terms: tuple[str, ...]
+    idfs: tuple[float, ...]
+    match_terms: tuple[str, ...]
+    estimated_rows: float
+
+
+@dataclass(frozen=True)
+class Candidates:
+    """Each ranker's list of chunk ids, best first, and the chunks named exactly by the query."""
+
+    vector: list[int] = field(default_factory=list)
+    keyword: list[int] = field(default_factory=list)
+    exact: list[int] = field(default_factory=list)
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,12 +185,88 @@ def _absolute(project: Project, repo: str, path: str) -> str:
     return str(root.path / path) if root else path
 
 
-def _rrf(rankings: Sequence[Sequence[int]], weights: Sequence[float]) -> dict[int, float]:
+def fuse(candidates: Candidates, ranking: Ranking = DEFAULT_RANKING) -> dict[int, float]:
+    """Weighted reciprocal rank fusion of the two lists (each cut at its depth); chunks named
+    exactly by the query score above everything else, in their order."""
     scores: dict[int, float] = {}
-    for ranking, weight in zip(rankings, weights, strict=True):
-        for rank, chunk_id in enumerate(ranking, start=1):
-            scores[chunk_id] = scores.get(chunk_id, 0.0) + weight / (RRF_K + rank)
+    for ids, weight, depth in (
+        (candidates.vector, ranking.vector_weight, ranking.vector_depth),
+        (candidates.keyword, ranking.keyword_weight, ranking.keyword_depth),
+    ):
+        for rank, chunk_id in enumerate(ids[:depth], start=1):
+            scores[chunk_id] = scores.get(chunk_id, 0.0) + weight / (ranking.rrf_k + rank)
+    if candidates.exact:
+        top = max(scores.values(), default=0.0)
+        for offset, chunk_id in enumerate(candidates.exact):
+            scores[chunk_id] = top + 1.0 / (ranking.rrf_k + 1 + offset)
     return scores
+
+
+def collapse(
+    ordered: Sequence[int], details: Mapping[int, dict[str, Any]], top_k: int
+) -> list[dict[str, Any]]:
+    """The first `top_k` rows of `ordered`, skipping any that overlaps a better one in its file."""
+    hits: list[dict[str, Any]] = []
+    for chunk_id in ordered:
+        row = details.get(chunk_id)
+        if row is None or any(_overlaps(row, kept) for kept in hits):
+            continue
+        hits.append(row)
+        if len(hits) == top_k:
+            break
+    return hits
+
+
+@dataclass(frozen=True)
+class TermStats:
+    """Row count and the share of rows holding each common term, from `pg_stats`."""
+
+    rows: float
+    shares: dict[str, float]
+    floor: float  # the share assumed for a term not among the common ones
+
+    @property
+    def known(self) -> bool:
+        return self.rows > 0 and bool(self.shares)
+
+
+def term_stats(conn: store.Conn, project: str) -> TermStats:
+    row = conn.execute(sql.KEYWORD_TERM_STATS, {"schema": project}).fetchone()
+    if row is None or row[1] is None or row[2] is None:
+        return TermStats(float(row[0]) if row else -1.0, {}, 0.0)
+    rows, terms, freqs = float(row[0]), list(row[1]), [float(f) for f in row[2]]
+    shares = dict(zip(terms, freqs[: len(terms)], strict=True))
+    # pg_stats appends the min and max share (and the share of empty rows) after the list:
+    # every term left out of the list is rarer than the minimum.
+    floor = min(freqs[len(terms) :][:1] or [min(shares.values(), default=0.0)])
+    return TermStats(rows, shares, floor / 2)
+
+
+def _share(stats: TermStats, word: str, prefix: bool) -> float:
+    share = stats.shares.get(word, stats.floor)
+    if prefix:
+        base = lexical.stem(word)
+        if base != word or len(word) > lexical.MIN_STEM_CHARS:
+            share = max(share, sum(v for t, v in stats.shares.items() if t.startswith(base)))
+    return min(share, 1.0)
+
+
+def keyword_plan(words: Sequence[str], stats: TermStats, ranking: Ranking) -> KeywordPlan:
+    """idf of each term (BM25's, from its share of rows) and the rarest terms whose estimated
+    matches fit in `ranking.match_rows`; without statistics every term matches, idf 1."""
+    if not stats.known:
+        return KeywordPlan(tuple(words), tuple(1.0 for _ in words), tuple(words), -1.0)
+    n = stats.rows
+    shares = [_share(stats, w, ranking.prefix) for w in words]
+    idfs = tuple(math.log(1.0 + (n - s * n + 0.5) / (s * n + 0.5)) for s in shares)
+    chosen: list[str] = []
+    estimated = 0.0
+    for share, word in sorted(zip(shares, words, strict=True)):
+        if chosen and estimated + share * n > ranking.match_rows:
+            break
+        chosen.append(word)
+        estimated += share * n
+    return KeywordPlan(tuple(words), idfs, tuple(chosen), estimated)
 
 
 def _overlaps(a: dict[str, Any], b: dict[str, Any]) -> bool:
@@ -158,6 +290,7 @@ def search_code(
     path_glob: str | None = None,
     ef_search: int = 400,
     mode: str = "hybrid",
+    ranking: Ranking = DEFAULT_RANKING,
 ) -> list[SearchHit]:
     """Ranked hits for `query` in `project`; `mode` is hybrid, vector or keyword."""
     query = _check_arguments(query, top_k, path_glob)
@@ -171,61 +304,14 @@ def search_code(
         "language": language.lower() if language else None,
         "path_re": glob_to_regex(path_glob) if path_glob else None,
     }
-    depth = max(CANDIDATES, top_k * 3)
-    rankings: list[list[int]] = []
-    weights: list[float] = []
     with conn.transaction():
-        if mode in ("hybrid", "vector"):
-            if embedder is None:
-                raise InvalidArgument("vector search needs an embedder")
-            recorded = store.get_meta(conn, project.name, "embedding")
-            if recorded is not None:
-                ensure_same_model(
-                    EmbeddingModel.from_dict(recorded), embedder.identity, project.name
-                )
-            vector = embedder.embed_query(query)
-            conn.execute(sql.SET_EF_SEARCH, {"ef": str(max(ef_search, depth))})
-            if any(filters.values()) and conn.execute(sql.PGVECTOR_HAS_ITERATIVE_SCAN).fetchone():
-                conn.execute(sql.SET_ITERATIVE_SCAN)
-            rows = conn.execute(
-                store.statement(sql.VECTOR_CANDIDATES, project.name),
-                {**filters, "vector": _vector_param(vector), "limit": depth},
-            ).fetchall()
-            rankings.append([r[0] for r in rows])
-            weights.append(1.0)
-        if mode in ("hybrid", "keyword"):
-            words = lexical.query_terms(query)
-            if words:
-                rows = conn.execute(
-                    store.statement(sql.KEYWORD_CANDIDATES, project.name),
-                    {**filters, "tsquery": lexical.tsquery_any(words), "limit": depth},
-                ).fetchall()
-                rankings.append([r[0] for r in rows])
-                weights.append(1.0)
-        exact: list[int] = []
-        if SYMBOL_QUERY_RE.match(query):
-            symbol = re.sub(r"#|::", ".", query) if "::" not in query else query
-            exact = [
-                r[0]
-                for r in conn.execute(
-                    store.statement(sql.SYMBOL_MATCHES, project.name), {**filters, "symbol": symbol}
-                )
-            ]
-        scores = _rrf(rankings, weights)
-        if exact:
-            top = max(scores.values(), default=0.0)
-            for offset, chunk_id in enumerate(exact):
-                scores[chunk_id] = top + 1.0 / (RRF_K + 1 + offset)
+        candidates = gather_candidates(
+            conn, project, embedder, query, filters, mode, ef_search, ranking, top_k * 3
+        )
+        scores = fuse(candidates, _at_least(ranking, top_k * 3))
         ordered = sorted(scores, key=lambda cid: (-scores[cid], cid))[: top_k * 3]
         details = _chunks_by_id(conn, project.name, ordered)
-    hits: list[dict[str, Any]] = []
-    for chunk_id in ordered:
-        row = details.get(chunk_id)
-        if row is None or any(_overlaps(row, kept) for kept in hits):
-            continue
-        hits.append(row)
-        if len(hits) == top_k:
-            break
+    hits = collapse(ordered, details, top_k)
     return [
         SearchHit(
             chunk_id=row["chunk_id"],
@@ -242,6 +328,125 @@ def search_code(
         )
         for row in hits
     ]
+
+
+def _at_least(ranking: Ranking, depth: int) -> Ranking:
+    if ranking.vector_depth >= depth and ranking.keyword_depth >= depth:
+        return ranking
+    return replace(
+        ranking,
+        vector_depth=max(ranking.vector_depth, depth),
+        keyword_depth=max(ranking.keyword_depth, depth),
+    )
+
+
+def gather_candidates(
+    conn: store.Conn,
+    project: Project,
+    embedder: Embedder | None,
+    query: str,
+    filters: Mapping[str, Any],
+    mode: str,
+    ef_search: int,
+    ranking: Ranking = DEFAULT_RANKING,
+    min_depth: int = 0,
+) -> Candidates:
+    """Both rankers' lists (as `mode` asks) and the exact symbol matches, under `filters`.
+
+    Runs inside the caller's transaction: the `hnsw.*` settings are transaction-local.
+    """
+    ranking = _at_least(ranking, min_depth)
+    vector: list[int] = []
+    keyword: list[int] = []
+    if mode in ("hybrid", "vector"):
+        if embedder is None:
+            raise InvalidArgument("vector search needs an embedder")
+        recorded = store.get_meta(conn, project.name, "embedding")
+        if recorded is not None:
+            ensure_same_model(EmbeddingModel.from_dict(recorded), embedder.identity, project.name)
+        query_vector = embedder.embed_query(query)
+        depth = ranking.vector_depth
+        conn.execute(sql.SET_EF_SEARCH, {"ef": str(max(ef_search, depth))})
+        if any(filters.values()) and conn.execute(sql.PGVECTOR_HAS_ITERATIVE_SCAN).fetchone():
+            conn.execute(sql.SET_ITERATIVE_SCAN)
+        rows = conn.execute(
+            store.statement(sql.VECTOR_CANDIDATES, project.name),
+            {**filters, "vector": _vector_param(query_vector), "limit": depth},
+        ).fetchall()
+        vector = [r[0] for r in rows]
+    if mode in ("hybrid", "keyword"):
+        keyword = _keyword_candidates(conn, project.name, query, filters, ranking)
+    exact = (
+        _exact_symbol(conn, project.name, query, filters) if SYMBOL_QUERY_RE.match(query) else []
+    )
+    return Candidates(vector, keyword, exact)
+
+
+def _exact_symbol(
+    conn: store.Conn, project: str, query: str, filters: Mapping[str, Any]
+) -> list[int]:
+    """Chunks named `query` (`Invoice.total`, `total`); failing that, the chunks where it is
+    defined although merged into another chunk (`def total` inside the `Invoice` chunk)."""
+    symbol = re.sub(r"#|::", ".", query) if "::" not in query else query
+    found = [
+        r[0]
+        for r in conn.execute(
+            store.statement(sql.SYMBOL_MATCHES, project), {**filters, "symbol": symbol}
+        )
+    ]
+    if found:
+        return found
+    owner, _, name = re.sub(r"#|::", ".", query).rpartition(".")
+    term = "".join(lexical.split_identifier(name))
+    if not term or len(term) > lexical.MAX_TERM_CHARS:
+        return []
+    return [
+        r[0]
+        for r in conn.execute(
+            store.statement(sql.SYMBOL_DEFINED_IN, project),
+            {
+                **filters,
+                "term": lexical.tsquery_term(term),
+                "definition_re": DEFINITION_RE_TEMPLATE.format(name=re.escape(name)),
+                "owner": owner or None,
+            },
+        )
+    ]
+
+
+def _keyword_candidates(
+    conn: store.Conn, project: str, query: str, filters: Mapping[str, Any], ranking: Ranking
+) -> list[int]:
+    words = lexical.query_terms(query, stopwords=ranking.stopwords)
+    if not words:
+        return []
+    weights = list(ranking.field_weights)
+    if not ranking.idf:
+        rows = conn.execute(
+            store.statement(sql.KEYWORD_CANDIDATES, project),
+            {
+                **filters,
+                "weights": weights,
+                "tsquery": lexical.tsquery_any(words, prefix=ranking.prefix),
+                "limit": ranking.keyword_depth,
+            },
+        ).fetchall()
+        return [r[0] for r in rows]
+    plan = keyword_plan(words, term_stats(conn, project), ranking)
+    rows = conn.execute(
+        store.statement(sql.KEYWORD_CANDIDATES_IDF, project),
+        {
+            **filters,
+            "weights": weights,
+            "norm": ranking.normalization,
+            "term_queries": [lexical.tsquery_term(w, prefix=ranking.prefix) for w in plan.terms],
+            "idfs": list(plan.idfs),
+            "tsquery": lexical.tsquery_any(plan.match_terms, prefix=ranking.prefix),
+            "max_ranked": ranking.max_ranked,
+            "limit": ranking.keyword_depth,
+        },
+    ).fetchall()
+    return [r[0] for r in rows]
 
 
 def _vector_param(vector: Sequence[float]) -> Any:

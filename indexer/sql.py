@@ -251,10 +251,21 @@ SELECT c.id, c.embedding <=> %(vector)s AS distance
  LIMIT %(limit)s
 """
 )
-# Weights are {D, C, B, A}: symbol names (A) and paths (B) count more than body text (C).
+# How often each term occurs, from the planner's statistics of `tsv` (ANALYZE keeps the most
+# common ~1,000 lexemes with the share of rows holding each); `reltuples` is -1 before any ANALYZE.
+KEYWORD_TERM_STATS = """
+SELECT c.reltuples, s.most_common_elems::text::text[] AS terms, s.most_common_elem_freqs AS freqs
+  FROM pg_class c
+  JOIN pg_namespace n ON n.oid = c.relnamespace
+  LEFT JOIN pg_stats s
+         ON s.schemaname = n.nspname AND s.tablename = c.relname AND s.attname = 'tsv'
+ WHERE n.nspname = %(schema)s AND c.relname = 'rag_chunk'
+"""
+# The plain ranker: one OR query ranked by cover density. `weights` are {D, C, B, A}: symbol
+# names (A) and paths (B) count more than body text (C).
 KEYWORD_CANDIDATES = (
     """
-SELECT c.id, ts_rank_cd('{{0.05, 0.2, 0.5, 1.0}}', c.tsv, q.query) AS rank
+SELECT c.id, ts_rank_cd(%(weights)s::float4[], c.tsv, q.query) AS rank
   FROM {schema}.rag_chunk c
   JOIN {schema}.rag_file f ON f.id = c.file_id,
        to_tsquery('simple', %(tsquery)s) AS q(query)
@@ -263,6 +274,26 @@ SELECT c.id, ts_rank_cd('{{0.05, 0.2, 0.5, 1.0}}', c.tsv, q.query) AS rank
     + _SEARCH_FILTERS
     + """
  ORDER BY rank DESC, c.id
+ LIMIT %(limit)s
+"""
+)
+# The weighted ranker: rows matching the selected (rarest) terms, at most `max_ranked` of them,
+# scored by the sum over all query terms of idf x the term's field-weighted rank in the chunk.
+KEYWORD_CANDIDATES_IDF = (
+    """
+SELECT m.id, m.score
+  FROM (SELECT c.id,
+               (SELECT sum(t.idf * ts_rank(%(weights)s::float4[], c.tsv, t.query, %(norm)s))
+                  FROM unnest(%(term_queries)s::tsquery[], %(idfs)s::float8[]) AS t(query, idf)
+               ) AS score
+          FROM {schema}.rag_chunk c
+          JOIN {schema}.rag_file f ON f.id = c.file_id
+         WHERE c.tsv @@ to_tsquery('simple', %(tsquery)s)
+"""
+    + _SEARCH_FILTERS
+    + """
+         LIMIT %(max_ranked)s) AS m
+ ORDER BY m.score DESC, m.id
  LIMIT %(limit)s
 """
 )
@@ -278,6 +309,24 @@ SELECT c.id
     + _SEARCH_FILTERS
     + """
  ORDER BY length(c.symbol), c.id
+ LIMIT 5
+"""
+)
+# A named symbol no chunk is named after: small definitions merged into a neighbour's chunk
+# (or a class's) are found by their definition line, among the chunks holding the name.
+SYMBOL_DEFINED_IN = (
+    """
+SELECT c.id
+  FROM {schema}.rag_chunk c
+  JOIN {schema}.rag_file f ON f.id = c.file_id
+ WHERE c.tsv @@ to_tsquery('simple', %(term)s)
+   AND c.content ~ %(definition_re)s
+   AND (%(owner)s::text IS NULL OR lower(c.symbol) = lower(%(owner)s)
+        OR lower(c.symbol) LIKE '%%.' || lower(%(owner)s))
+"""
+    + _SEARCH_FILTERS
+    + """
+ ORDER BY c.id
  LIMIT 5
 """
 )

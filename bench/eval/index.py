@@ -1,0 +1,148 @@
+"""Index the eval corpus through the real sweep, reusing the index when nothing changed.
+
+The database is an embedded PostgreSQL under `bench/.cache/eval/pgdata` (gitignored). One project
+schema per embedding-text variant, because the sweep's vector cache is keyed by chunk content, not
+by the text the model read: two variants must never share a schema. A manifest records the corpus
+digest, model and variant of the last complete sweep; a changed corpus is simply re-swept (the
+sweep re-embeds only the chunks that changed).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent.parent
+sys.path.insert(0, str(REPO))
+
+from psycopg import sql as pgsql  # noqa: E402
+
+import indexer.sweep as sweep_module  # noqa: E402
+from chunkers import Chunk, ChunkerConfig, embedding_text  # noqa: E402
+from indexer.db import Database  # noqa: E402
+from indexer.embed import Embedder  # noqa: E402
+from indexer.project import Project, Root  # noqa: E402
+from indexer.report import SweepProgress  # noqa: E402
+from indexer.sweep import SweepOptions, sweep_project  # noqa: E402
+
+CACHE = REPO / "bench" / ".cache" / "eval"
+REPO_LABEL = "stdlib"
+
+
+def _content_only(chunk: Chunk, path: str) -> str:
+    return chunk.content
+
+
+def _symbol_only(chunk: Chunk, path: str) -> str:
+    return (f"{chunk.symbol}\n\n" if chunk.symbol else "") + chunk.content
+
+
+# What the model reads for a chunk: the chunker's header (the product), or ablations of it.
+EMBEDDING_TEXTS: dict[str, Callable[[Chunk, str], str]] = {
+    "chunker": embedding_text,
+    "none": _content_only,
+    "symbol": _symbol_only,
+}
+
+
+def prepare_dirs(cache: Path) -> tuple[Path, Path]:
+    """The corpus folder and the database folder; the embedded server runs as another system
+    user, so every folder on its way must be reachable (0755)."""
+    for path in (cache.parent, cache, cache / "pgdata"):
+        path.mkdir(parents=True, exist_ok=True)
+        path.chmod(0o755)
+    return cache / "corpus", cache / "db"
+
+
+def project_for(corpus: Path, header: str, chunk_chars: int | None) -> Project:
+    name = f"eval_{header}" + (f"_c{chunk_chars}" if chunk_chars else "")
+    return Project(name, (Root(corpus, REPO_LABEL),))
+
+
+def chunker_config(chunk_chars: int | None) -> ChunkerConfig:
+    if not chunk_chars:
+        return ChunkerConfig()
+    return ChunkerConfig(target_chars=chunk_chars, max_chars=max(chunk_chars * 5 // 3, 400))
+
+
+def open_database(cache: Path) -> Database:
+    _, db_dir = prepare_dirs(cache)
+    db_dir.mkdir(exist_ok=True)
+    db_dir.chmod(0o755)
+    return Database("", db_dir).open()
+
+
+def _progress(p: SweepProgress) -> None:
+    if p.phase == "index" and p.files_total:
+        rate = p.chunks_written / p.elapsed if p.elapsed else 0.0
+        print(
+            f"\r  indexing: {p.files_done}/{p.files_total} files, {p.chunks_written} chunks, "
+            f"{p.elapsed:.0f} s "
+            f"({rate:.1f} chunks/s)",
+            end="",
+            file=sys.stderr,
+            flush=True,
+        )
+
+
+def ensure_index(
+    db: Database,
+    project: Project,
+    embedder: Embedder,
+    digest: str,
+    header: str,
+    chunk_chars: int | None,
+    cache: Path,
+) -> dict[str, object]:
+    """Sweep the corpus (a no-op when unchanged) and return the manifest of the index."""
+    manifest_path = cache / f"manifest-{project.name}.json"
+    wanted = {
+        "corpus": digest,
+        "model": embedder.identity.to_dict(),
+        "embedding_text": header,
+        "chunk_chars": chunk_chars,
+    }
+    manifest = json.loads(manifest_path.read_text()) if manifest_path.is_file() else {}
+    reuse = {k: manifest.get(k) for k in wanted} == wanted
+    print(f"index {project.name}: {'reusing' if reuse else 'building'} ...", file=sys.stderr)
+    original = sweep_module.embedding_text
+    sweep_module.embedding_text = EMBEDDING_TEXTS[header]  # type: ignore[assignment]
+    try:
+        started = time.perf_counter()
+        report = sweep_project(
+            db,
+            project,
+            embedder,
+            SweepOptions(chunker=chunker_config(chunk_chars)),
+            progress=_progress,
+        )
+    finally:
+        sweep_module.embedding_text = original  # type: ignore[assignment]
+    print(file=sys.stderr)
+    if report.files_failed:
+        raise SystemExit(
+            f"the eval index has {report.files_failed} failed files: {report.failures}"
+        )
+    with db.connection() as conn:
+        # Planner statistics (and the term frequencies the keyword ranker reads) after a load.
+        table = pgsql.Identifier(project.name, "rag_chunk")
+        conn.execute(pgsql.SQL("ANALYZE {}").format(table))
+        conn.commit()
+        chunks = conn.execute(pgsql.SQL("SELECT count(*) FROM {}").format(table)).fetchone()
+    manifest = {
+        **wanted,
+        "chunks": chunks[0] if chunks else 0,
+        "files": report.files_seen,
+        "chunks_embedded": report.chunks_embedded,
+        "sweep_seconds": round(time.perf_counter() - started, 1),
+        "embed_seconds": round(report.seconds.get("embed", 0.0), 1),
+    }
+    if not reuse:
+        manifest_path.write_text(json.dumps(manifest, indent=2) + "\n")
+    else:
+        manifest = {**json.loads(manifest_path.read_text()), "chunks": manifest["chunks"]}
+    return manifest

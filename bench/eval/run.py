@@ -1,0 +1,424 @@
+"""Docstring -> function retrieval eval: keyword-only, vector-only and hybrid, side by side.
+
+Builds the corpus (stdlib modules with their docstrings removed, see corpus.py), indexes it
+through the real sweep with the local model (reused from bench/.cache/eval when unchanged), then
+asks each held-out query in all three modes through `indexer.search.search_code` and reports
+Hit@1, Hit@5, MRR@10 and search latency (the query vector is embedded once per query and cached,
+so latencies are the search's own; the model's query time is reported apart).
+
+    .venv/bin/python bench/eval/run.py                   # the figures in docs/performance.md
+    .venv/bin/python bench/eval/run.py --tune            # also re-tune fusion on the tuning split
+    .venv/bin/python bench/eval/run.py --ablations       # what each design choice gains
+    .venv/bin/python bench/eval/run.py --header none     # ablation: no header in embedding text
+
+A first run indexes ~2,400 chunks: 10-15 minutes on 2 busy cores; later runs take minutes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import statistics
+import sys
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+from corpus import Query, build_corpus, save_queries  # noqa: E402
+from index import (  # noqa: E402
+    CACHE,
+    EMBEDDING_TEXTS,
+    REPO_LABEL,
+    ensure_index,
+    open_database,
+    prepare_dirs,
+    project_for,
+)
+
+from indexer import search  # noqa: E402
+from indexer.embed import EmbedBatchResult, Embedder, EmbeddingModel, make_embedder  # noqa: E402
+from indexer.project import Project  # noqa: E402
+
+MODES = ("keyword", "vector", "hybrid")
+TOP_K = 10
+GATHER_DEPTH = 200  # candidates per ranker gathered once for tuning and ablations
+
+
+class CachedQueries:
+    """An embedder whose query vectors were computed ahead (by the real model): searches then
+    measure the search, not the model. Documents are never embedded through it."""
+
+    def __init__(self, identity: EmbeddingModel, vectors: dict[str, np.ndarray]) -> None:
+        self.identity = identity
+        self.vectors = vectors
+
+    def embed_documents(
+        self, texts: Sequence[str], labels: Sequence[str] | None = None
+    ) -> EmbedBatchResult:
+        raise RuntimeError("the eval never embeds documents through the query cache")
+
+    def embed_query(self, text: str) -> list[float]:
+        return list(self.vectors[text])
+
+    def close(self) -> None:
+        pass
+
+
+def query_vectors(embedder: Embedder, texts: Iterable[str], cache: Path) -> dict[str, np.ndarray]:
+    """Query vectors from the real model, cached on disk per model."""
+    key = hashlib.sha256(json.dumps(embedder.identity.to_dict(), sort_keys=True).encode())
+    path = cache / f"query-vectors-{key.hexdigest()[:12]}.npz"
+    stored: dict[str, np.ndarray] = {}
+    if path.is_file():
+        with np.load(path) as data:
+            stored = {str(t): v for t, v in zip(data["texts"], data["vectors"], strict=True)}
+    missing = [t for t in dict.fromkeys(texts) if t not in stored]
+    for i, text in enumerate(missing, 1):
+        stored[text] = np.asarray(embedder.embed_query(text), dtype=np.float32)
+        if i % 50 == 0 or i == len(missing):
+            print(f"\r  query vectors: {i}/{len(missing)}", end="", file=sys.stderr, flush=True)
+    if missing:
+        print(file=sys.stderr)
+        texts_all = list(stored)
+        np.savez(path, texts=np.array(texts_all), vectors=np.stack([stored[t] for t in texts_all]))
+    return stored
+
+
+def is_gold(row: dict[str, Any] | search.SearchHit, q: Query) -> bool:
+    """A hit finds the function when it is in its file and holds its def line, or covers at
+    least half of its lines (a long function split into pieces is found by its head)."""
+    get = row.get if isinstance(row, dict) else lambda k: getattr(row, k)
+    if get("path") != q.path:
+        return False
+    start, end = get("start_line"), get("end_line")
+    if start <= q.start_line <= end:
+        return True
+    overlap = min(end, q.end_line) - max(start, q.start_line) + 1
+    return overlap * 2 >= q.end_line - q.start_line + 1
+
+
+def first_gold(rows: Sequence[Any], q: Query) -> int | None:
+    return next((i for i, r in enumerate(rows, 1) if is_gold(r, q)), None)
+
+
+@dataclass
+class Scores:
+    ranks: list[int | None] = field(default_factory=list)
+    ms: list[float] = field(default_factory=list)
+
+    def add(self, rank: int | None, ms: float | None = None) -> None:
+        self.ranks.append(rank)
+        if ms is not None:
+            self.ms.append(ms)
+
+    def hit(self, k: int) -> float:
+        return sum(r is not None and r <= k for r in self.ranks) / max(len(self.ranks), 1)
+
+    def mrr(self, k: int = 10) -> float:
+        return sum(1 / r for r in self.ranks if r is not None and r <= k) / max(len(self.ranks), 1)
+
+    def pct(self, p: float) -> float:
+        if not self.ms:
+            return float("nan")
+        return float(np.percentile(self.ms, p))
+
+    def row(self, name: str) -> str:
+        line = f"| {name} | {self.hit(1):.3f} | {self.hit(5):.3f} | {self.mrr():.3f} |"
+        if self.ms:
+            line += f" {self.pct(50):.1f} | {self.pct(95):.1f} |"
+        return line
+
+
+def header(latency: bool) -> str:
+    cols = "| mode | Hit@1 | Hit@5 | MRR@10 |"
+    rule = "|---|---:|---:|---:|"
+    if latency:
+        cols += " p50 ms | p95 ms |"
+        rule += "---:|---:|"
+    return cols + "\n" + rule
+
+
+def run_live(
+    conn: Any,
+    project: Project,
+    embedder: CachedQueries,
+    queries: Sequence[Query],
+    ranking: search.Ranking,
+    ef_search: int,
+) -> dict[str, Scores]:
+    """Every query through search_code in each mode, modes interleaved (shared noise)."""
+    out = {m: Scores() for m in MODES}
+    for i, q in enumerate(queries, 1):
+        for mode in MODES:
+            t = time.perf_counter()
+            hits = search.search_code(
+                conn,
+                project,
+                embedder,
+                q.text,
+                top_k=TOP_K,
+                mode=mode,
+                ranking=ranking,
+                ef_search=ef_search,
+            )
+            ms = (time.perf_counter() - t) * 1000
+            out[mode].add(first_gold(hits, q), ms)
+        if i % 100 == 0:
+            print(f"\r  searched {i}/{len(queries)}", end="", file=sys.stderr, flush=True)
+    print(file=sys.stderr)
+    return out
+
+
+@dataclass
+class Gathered:
+    """Per query: candidate lists gathered once at GATHER_DEPTH, and the rows they name."""
+
+    queries: list[Query]
+    vector: list[list[int]]
+    keyword: dict[str, list[list[int]]]  # per keyword variant
+    exact: list[list[int]]
+    details: dict[int, dict[str, Any]]
+
+
+def gather(
+    conn: Any,
+    project: Project,
+    embedder: CachedQueries,
+    queries: Sequence[Query],
+    keyword_variants: dict[str, search.Ranking],
+    ef_search: int,
+) -> Gathered:
+    deep = search.Ranking(vector_depth=GATHER_DEPTH, keyword_depth=GATHER_DEPTH)
+    vector, exact = [], []
+    keyword: dict[str, list[list[int]]] = {name: [] for name in keyword_variants}
+    ids: set[int] = set()
+    filters = {"repo": None, "language": None, "path_re": None}
+    for i, q in enumerate(queries, 1):
+        with conn.transaction():
+            c = search.gather_candidates(
+                conn, project, embedder, q.text, filters, "vector", ef_search, deep
+            )
+            vector.append(c.vector)
+            exact.append(c.exact)
+            ids.update(c.vector)
+            for name, variant in keyword_variants.items():
+                k = search.gather_candidates(
+                    conn,
+                    project,
+                    None,
+                    q.text,
+                    filters,
+                    "keyword",
+                    ef_search,
+                    replace(variant, keyword_depth=GATHER_DEPTH),
+                )
+                keyword[name].append(k.keyword)
+                ids.update(k.keyword)
+        if i % 100 == 0:
+            print(f"\r  gathered {i}/{len(queries)}", end="", file=sys.stderr, flush=True)
+    print(file=sys.stderr)
+    details = search._chunks_by_id(conn, project.name, sorted(ids))
+    conn.rollback()
+    return Gathered(list(queries), vector, keyword, exact, details)
+
+
+def replay(g: Gathered, variant: str, ranking: search.Ranking, mode: str) -> Scores:
+    """Fusion and collapse exactly as search_code does them, over the gathered lists."""
+    out = Scores()
+    for i, q in enumerate(g.queries):
+        c = search.Candidates(
+            vector=g.vector[i] if mode != "keyword" else [],
+            keyword=g.keyword[variant][i] if mode != "vector" else [],
+            exact=g.exact[i],
+        )
+        r = replace(
+            ranking,
+            vector_depth=max(ranking.vector_depth, TOP_K * 3),
+            keyword_depth=max(ranking.keyword_depth, TOP_K * 3),
+        )
+        scores = search.fuse(c, r)
+        ordered = sorted(scores, key=lambda cid: (-scores[cid], cid))[: TOP_K * 3]
+        out.add(first_gold(search.collapse(ordered, g.details, TOP_K), q))
+    return out
+
+
+FUSION_GRID = {
+    "keyword_weight": (0.5, 0.75, 1.0, 1.25, 1.5),
+    "vector_weight": (1.0,),
+    "vector_depth": (20, 50, 100, 200),
+    "keyword_depth": (10, 20, 50, 100, 200),
+    "rrf_k": (20, 60),
+}
+
+
+def tune(g: Gathered, variant: str, base: search.Ranking) -> search.Ranking:
+    """The grid point with the best MRR@10 (Hit@5 breaks ties) on the tuning split."""
+    best: tuple[float, float, search.Ranking] | None = None
+    for kw in FUSION_GRID["keyword_weight"]:
+        for vd in FUSION_GRID["vector_depth"]:
+            for kd in FUSION_GRID["keyword_depth"]:
+                for k in FUSION_GRID["rrf_k"]:
+                    r = replace(base, keyword_weight=kw, vector_depth=vd, keyword_depth=kd, rrf_k=k)
+                    s = replay(g, variant, r, "hybrid")
+                    key = (s.mrr(), s.hit(5), r)
+                    if best is None or key[:2] > best[:2]:
+                        best = key
+    assert best is not None
+    return best[2]
+
+
+# Keyword-side variants for the ablation: each adds one choice to the one before.
+KEYWORD_VARIANTS: dict[str, search.Ranking] = {
+    "plain OR, ts_rank_cd (first version)": search.Ranking(
+        stopwords=False, idf=False, prefix=False
+    ),
+    "+ stopwords dropped": search.Ranking(stopwords=True, idf=False, prefix=False),
+    "+ idf-weighted ts_rank": search.Ranking(stopwords=True, idf=True, prefix=False),
+    "+ stem prefixes (product)": search.Ranking(),
+    "  with flat field weights": search.Ranking(field_weights=(0.2, 0.2, 0.2, 0.2)),
+    "  with length normalisation": search.Ranking(normalization=1),
+}
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--header", choices=sorted(EMBEDDING_TEXTS), default="chunker")
+    ap.add_argument("--chunk-chars", type=int, default=None, help="chunker target_chars")
+    ap.add_argument("--split", choices=("test", "tune", "all"), default="test")
+    ap.add_argument("--limit", type=int, default=0, help="first N queries only")
+    ap.add_argument("--ef-search", type=int, default=400)
+    ap.add_argument("--tune", action="store_true", help="grid-search fusion on the tuning split")
+    ap.add_argument("--ablations", action="store_true", help="keyword variants and fusion")
+    ap.add_argument("--cache", type=Path, default=CACHE)
+    args = ap.parse_args(argv)
+
+    corpus, _ = prepare_dirs(args.cache)
+    queries, digest = build_corpus(corpus)
+    save_queries(args.cache / "queries.jsonl", queries)
+    db = open_database(args.cache)
+    try:
+        project = project_for(corpus, args.header, args.chunk_chars)
+        model = make_embedder("local")
+        manifest = ensure_index(
+            db, project, model, digest, args.header, args.chunk_chars, args.cache
+        )
+        vectors = query_vectors(model, (q.text for q in queries), args.cache)
+        t = []
+        for q in queries[:20]:
+            s = time.perf_counter()
+            model.embed_query(q.text)
+            t.append((time.perf_counter() - s) * 1000)
+        embed_ms = statistics.median(t)
+        cached = CachedQueries(model.identity, vectors)
+        tune_set = [q for q in queries if q.split == "tune"]
+        test_set = [q for q in queries if args.split in ("all", q.split)]
+        if args.limit:
+            tune_set, test_set = tune_set[: args.limit], test_set[: args.limit]
+        print(
+            f"\n# corpus: {manifest['files']} files, {manifest['chunks']} chunks "
+            f"(embedding text: {args.header}, chunk target: {args.chunk_chars or 'default'}); "
+            f"{len(queries)} queries: {sum(q.split == 'tune' for q in queries)} tuning, "
+            f"{sum(q.split == 'test' for q in queries)} test; model {model.identity.describe()}; "
+            f"query embedding median {embed_ms:.0f} ms (not in the latencies below)"
+        )
+        ranking = search.DEFAULT_RANKING
+        with db.connection() as conn:
+            if args.tune:
+                g = gather(conn, project, cached, tune_set, {"product": ranking}, args.ef_search)
+                ranking = tune(g, "product", ranking)
+                print(f"\n## tuned on {len(tune_set)} tuning queries: {ranking}")
+                s = replay(g, "product", ranking, "hybrid")
+                print(f"tuning split hybrid: MRR@10 {s.mrr():.3f}, Hit@5 {s.hit(5):.3f}")
+            live = run_live(conn, project, cached, test_set, ranking, args.ef_search)
+            print(
+                f"\n## {args.split} split, {len(test_set)} queries, top_k {TOP_K}, "
+                f"ef_search {args.ef_search}, live search_code calls\n"
+            )
+            print(header(True))
+            for mode in MODES:
+                print(live[mode].row(mode))
+            if args.ablations:
+                ablations(conn, project, cached, tune_set, test_set, ranking, args.ef_search)
+    finally:
+        db.close()
+
+
+def ablations(
+    conn: Any,
+    project: Project,
+    cached: CachedQueries,
+    tune_set: list[Query],
+    test_set: list[Query],
+    ranking: search.Ranking,
+    ef_search: int,
+) -> None:
+    variants = {
+        name: replace(ranking, **_keyword_fields(v)) for name, v in KEYWORD_VARIANTS.items()
+    }
+    g = gather(conn, project, cached, test_set, variants, ef_search)
+    gt = gather(conn, project, cached, tune_set, variants, ef_search)
+    print(
+        "\n## keyword side, each choice added in turn (test split; hybrid re-tuned per row "
+        "on the tuning split)\n"
+    )
+    print("| keyword ranker | kw Hit@1 | kw Hit@5 | kw MRR@10 | hybrid Hit@5 | hybrid MRR@10 |")
+    print("|---|---:|---:|---:|---:|---:|")
+    for name, variant in variants.items():
+        kw = replay(g, name, variant, "keyword")
+        tuned = tune(gt, name, variant)
+        hy = replay(g, name, tuned, "hybrid")
+        print(
+            f"| {name} | {kw.hit(1):.3f} | {kw.hit(5):.3f} | {kw.mrr():.3f} | "
+            f"{hy.hit(5):.3f} | {hy.mrr():.3f} |"
+        )
+    vec = replay(g, next(iter(variants)), ranking, "vector")
+    print(f"\nvector-only on the same split: Hit@5 {vec.hit(5):.3f}, MRR@10 {vec.mrr():.3f}")
+    print("\n## fusion (test split, product keyword ranker)\n")
+    print("| fusion | Hit@1 | Hit@5 | MRR@10 |")
+    print("|---|---:|---:|---:|")
+    product = "+ stem prefixes (product)"
+    rows: list[tuple[str, search.Ranking]] = [
+        (
+            "equal weights, depth 50/50, k 60 (first version)",
+            replace(
+                ranking,
+                keyword_weight=1.0,
+                vector_weight=1.0,
+                vector_depth=50,
+                keyword_depth=50,
+                rrf_k=60,
+            ),
+        ),
+        ("tuned (product)", ranking),
+    ]
+    for kw in (0.5, 0.75, 1.25, 1.5):
+        rows.append((f"tuned, keyword weight {kw}", replace(ranking, keyword_weight=kw)))
+    for kd in (10, 20, 100):
+        rows.append((f"tuned, keyword depth {kd}", replace(ranking, keyword_depth=kd)))
+    for name, r in rows:
+        s = replay(g, product, r, "hybrid")
+        print(f"| {name} | {s.hit(1):.3f} | {s.hit(5):.3f} | {s.mrr():.3f} |")
+
+
+def _keyword_fields(r: search.Ranking) -> dict[str, Any]:
+    return {
+        "stopwords": r.stopwords,
+        "idf": r.idf,
+        "prefix": r.prefix,
+        "field_weights": r.field_weights,
+        "normalization": r.normalization,
+    }
+
+
+_ = (Callable, REPO_LABEL)
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,51 @@
+"""Identifier-aware terms: the same splitting on the index and the query side, function words
+dropped from queries, crude stems as prefixes."""
+
+from __future__ import annotations
+
+from indexer import lexical
+
+
+def test_identifier_spellings_share_their_terms() -> None:
+    # getUserById, get_user_by_id, get-user-by-id and the words all yield get/user/id.
+    spellings = ["getUserById", "get_user_by_id", "get-user-by-id", "GetUserByID"]
+    for spelling in spellings:
+        assert {"get", "user", "by", "id", "getuserbyid"} <= set(lexical.terms(spelling))
+    assert lexical.query_terms("get user by id") == ["get", "user", "id"]
+
+
+def test_whole_identifier_is_kept_next_to_its_parts() -> None:
+    assert lexical.terms("parseHTTPResponse2") == [
+        "parse",
+        "http",
+        "response",
+        "2",
+        "parsehttpresponse2",
+    ]
+    assert lexical.terms("x") == ["x"]
+
+
+def test_query_drops_function_words_unless_nothing_else_is_left() -> None:
+    assert lexical.query_terms("Return the number of items in the queue") == [
+        "return",
+        "number",
+        "items",
+        "queue",
+    ]
+    assert lexical.query_terms("is it") == ["is", "it"]
+    assert lexical.query_terms("the of", stopwords=False) == ["the", "of"]
+
+
+def test_stems_are_prefixes_only_for_real_words() -> None:
+    assert lexical.stem("parsed") == "pars"
+    assert lexical.stem("entries") == "entr"
+    assert lexical.stem("items") == "item"
+    assert lexical.stem("is") == "is"  # too short to lose a suffix
+    assert lexical.stem("utf8s") == "utf8s"  # not alphabetic: left alone
+    assert lexical.tsquery_term("items", prefix=True) == "'item':*"
+    assert lexical.tsquery_term("id", prefix=True) == "'id'"  # short words match exactly
+    assert lexical.tsquery_term("items") == "'items'"
+
+
+def test_tsquery_text_quotes_every_term() -> None:
+    assert lexical.tsquery_any(["it's", "a\\b"]) == "'it''s' | 'a\\\\b'"

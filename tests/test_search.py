@@ -1,0 +1,277 @@
+"""Hybrid search against the real database: identifier spellings meet, an exact symbol finds its
+definition first, filters keep recall under HNSW iterative scans, overlapping chunks collapse,
+and the keyword side stays bounded however common the query's words are."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import psycopg
+import pytest
+
+from indexer import lexical, search, sql, store
+from indexer.embed import EmbedBatchResult, EmbeddingModel, make_embedder
+from indexer.project import Project, Root
+from indexer.search import Candidates, Ranking, fuse, keyword_plan, search_code
+from indexer.sweep import SweepOptions, sweep_project
+from tests.ollama_standin import OllamaStandin, ollama_standin
+
+__all__ = ["ollama_standin"]
+
+Conn = psycopg.Connection[Any]
+DIM = 16
+
+
+def write(root: Path, rel: str, text: str) -> None:
+    path = root / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+
+
+def swept(database: Any, name: str, root: Path, standin: OllamaStandin) -> tuple[Project, Any]:
+    project = Project(name, (Root(root, "app"),))
+    embedder = make_embedder("ollama", "nomic-embed-text:v1.5", standin.url)
+    sweep_project(database, project, embedder, SweepOptions())
+    return project, embedder
+
+
+class FixedEmbedder:
+    """Vectors chosen by the test: `embed_query` returns `query_vector`."""
+
+    identity = EmbeddingModel("test", "fixed", DIM)
+
+    def __init__(self, query_vector: np.ndarray) -> None:
+        self.query_vector = query_vector
+
+    def embed_documents(self, texts: Any, labels: Any = None) -> EmbedBatchResult:
+        raise AssertionError("not used")
+
+    def embed_query(self, text: str) -> list[float]:
+        return [float(v) for v in self.query_vector]
+
+    def close(self) -> None:
+        pass
+
+
+def stored_project(
+    conn: Conn, name: str, files: dict[str, list[tuple[int, int, str, Any]]]
+) -> Project:
+    """A project written straight through the store: {path: [(start, end, content, vector)]}."""
+    store.ensure_project(conn, name)
+    store.set_embedding_dimension(conn, name, DIM)
+    store.set_meta(conn, name, "embedding", FixedEmbedder.identity.to_dict())
+    for path, chunks in files.items():
+        rows = [
+            store.ChunkRow(
+                ordinal=i,
+                start_line=start,
+                end_line=end,
+                symbol=None,
+                kind="window",
+                content=content,
+                content_sha256=hashlib.sha256(f"{path}{i}".encode()).hexdigest(),
+                embedding=np.asarray(vector, dtype=np.float32),
+                path_terms=lexical.path_terms_text(path),
+                body_terms=lexical.terms_text(content),
+            )
+            for i, (start, end, content, vector) in enumerate(chunks)
+        ]
+        record = store.FileRecord(
+            "app", path, 1, 1, hashlib.sha256(path.encode()).hexdigest(), "python"
+        )
+        store.upsert_file(conn, name, record, rows)
+    conn.execute(psycopg.sql.SQL("ANALYZE {}").format(psycopg.sql.Identifier(name, "rag_chunk")))
+    conn.commit()
+    return Project(name, (Root(Path("/nowhere"), "app"),))
+
+
+def unit(rng: np.random.Generator) -> np.ndarray:
+    v = rng.standard_normal(DIM)
+    return v / np.linalg.norm(v)
+
+
+def test_identifier_spellings_meet_in_keyword_search(
+    database: Any, conn: Conn, project_name: str, work_dir: Path, ollama_standin: OllamaStandin
+) -> None:
+    # camelCase, snake_case, kebab-case and plain words all find each other.
+    root = work_dir / "src"
+    write(root, "users.py", "def getUserById(uid):\n    return DB[uid]\n")
+    write(root, "accounts.py", "def get_user_by_id(uid):\n    return ROWS[uid]\n")
+    write(root, "routes.sh", "curl http://localhost/get-user-by-id/42\n")
+    write(root, "other.py", "def list_orders(customer):\n    return []\n")
+    project, embedder = swept(database, project_name, root, ollama_standin)
+    for query in ("get user by id", "getUserById", "get_user_by_id", "get-user-by-id"):
+        hits = search_code(conn, project, embedder, query, mode="keyword", top_k=5)
+        assert {h.path for h in hits} == {"users.py", "accounts.py", "routes.sh"}, query
+
+
+def test_exact_symbol_query_finds_its_definition_first(
+    database: Any, conn: Conn, project_name: str, work_dir: Path, ollama_standin: OllamaStandin
+) -> None:
+    # Many callers mention the name more often than its definition does; the definition wins.
+    root = work_dir / "src"
+    write(root, "net/retry.py", "def retry_with_backoff(fn, tries=3):\n    return fn()\n")
+    for i in range(8):
+        write(
+            root,
+            f"callers/c{i}.py",
+            f"def caller_{i}():\n"
+            + "    retry_with_backoff(job)\n" * 5
+            + "    # retry_with_backoff retries with backoff\n",
+        )
+    # Small definitions are merged into one chunk, named after the class or a neighbour.
+    write(root, "billing.py", "class Invoice:\n    def total(self):\n        return 1\n")
+    write(root, "text.py", "def slugify(s):\n    return s\n\n\ndef titlecase(s):\n    return s\n")
+    project, embedder = swept(database, project_name, root, ollama_standin)
+    for mode in ("hybrid", "keyword", "vector"):
+        hits = search_code(conn, project, embedder, "retry_with_backoff", mode=mode)
+        assert (hits[0].path, hits[0].symbol) == ("net/retry.py", "retry_with_backoff"), mode
+    hits = search_code(conn, project, embedder, "Invoice.total")
+    assert (hits[0].path, hits[0].symbol) == ("billing.py", "Invoice")
+    assert hits[0].start_line <= 2 <= hits[0].end_line
+    hits = search_code(conn, project, embedder, "titlecase")
+    assert hits[0].path == "text.py" and hits[0].start_line <= 5 <= hits[0].end_line
+
+
+def test_a_filter_matching_one_percent_of_rows_still_returns_top_k(
+    conn: Conn, project_name: str
+) -> None:
+    # 2,000 chunks, 20 of them under special/: the HNSW scan keeps going until top_k pass the
+    # filter (iterative scans), where a post-filtered candidate list would hold about one.
+    rng = np.random.default_rng(7)
+    files = {f"common/m{i}.py": [(1, 5, f"value {i}", unit(rng))] for i in range(1980)}
+    files.update({f"special/s{i}.py": [(1, 5, f"value {i}", unit(rng))] for i in range(20)})
+    project = stored_project(conn, project_name, files)
+    embedder = FixedEmbedder(unit(rng))
+    # The planner must take the HNSW index here (on its own it filters files first, exactly).
+    conn.execute("SET enable_seqscan = off")
+    conn.execute("SET enable_sort = off")
+    try:
+        hits = search_code(
+            conn,
+            project,
+            embedder,
+            "value",
+            mode="vector",
+            top_k=10,
+            path_glob="special/**",
+            ef_search=40,
+        )
+        assert len(hits) == 10 and all(h.path.startswith("special/") for h in hits)
+        # Control: the same index scan without iterative scans loses most of them.
+        with conn.transaction():
+            conn.execute(sql.SET_EF_SEARCH, {"ef": "40"})
+            conn.execute("SELECT set_config('hnsw.iterative_scan', 'off', true)")
+            rows = conn.execute(
+                store.statement(sql.VECTOR_CANDIDATES, project_name),
+                {
+                    "repo": None,
+                    "language": None,
+                    "path_re": search.glob_to_regex("special/**"),
+                    "vector": np.asarray(embedder.query_vector, dtype=np.float32),
+                    "limit": 10,
+                },
+            ).fetchall()
+        assert len(rows) < 10
+    finally:
+        conn.execute("RESET enable_seqscan")
+        conn.execute("RESET enable_sort")
+
+
+def test_overlapping_chunks_of_one_file_collapse_into_the_best(
+    conn: Conn, project_name: str
+) -> None:
+    # Line windows overlap by design; one region of a file is one hit, other regions stay.
+    rng = np.random.default_rng(3)
+    q = unit(rng)
+    files = {
+        "big.py": [
+            (1, 60, "tax rate tax rate", q),
+            (51, 110, "tax rate", q * 0.9 + unit(rng) * 0.1),
+            (200, 230, "tax rate", q * 0.8 + unit(rng) * 0.2),
+        ],
+        "small.py": [(1, 10, "tax", unit(rng))],
+    }
+    project = stored_project(conn, project_name, files)
+    for mode in ("hybrid", "keyword", "vector"):
+        hits = search_code(conn, project, FixedEmbedder(q), "tax rate", mode=mode, top_k=10)
+        big = sorted((h.start_line, h.end_line) for h in hits if h.path == "big.py")
+        assert big in ([(1, 60), (200, 230)], [(51, 110), (200, 230)]), mode
+        assert len(hits) == 3, mode
+
+
+def test_keyword_side_matches_only_rare_terms_and_ranks_a_bounded_set(
+    conn: Conn, project_name: str
+) -> None:
+    # 600 chunks all hold "value" and "data"; 5 hold "checksum". With a budget of 100 rows the
+    # match is decided by "checksum" alone; a query of only common words still answers, ranking
+    # at most max_ranked rows.
+    rng = np.random.default_rng(11)
+    files = {
+        f"m{i}.py": [(1, 3, "value data value" + (" checksum" if i < 5 else ""), unit(rng))]
+        for i in range(600)
+    }
+    project = stored_project(conn, project_name, files)
+    ranking = Ranking(match_rows=100, max_ranked=50)
+    stats = search.term_stats(conn, project_name)
+    assert stats.known and stats.shares["value"] == pytest.approx(1.0)
+    plan = keyword_plan(["value", "data", "checksum"], stats, ranking)
+    assert plan.match_terms == ("checksum",)
+    assert plan.idfs[2] > plan.idfs[0]
+    hits = search_code(conn, project, None, "value data checksum", mode="keyword", ranking=ranking)
+    assert {h.path for h in hits} == {f"m{i}.py" for i in range(5)}
+
+    common = keyword_plan(["value", "data"], stats, ranking)
+    assert len(common.match_terms) == 1  # the rarest term always matches, alone
+    hits = search_code(conn, project, None, "value data", mode="keyword", ranking=ranking, top_k=10)
+    assert len(hits) == 10
+    # The plan: however many rows match, the rows ranked stop at max_ranked.
+    plan_json = conn.execute(
+        psycopg.sql.SQL("EXPLAIN (ANALYZE, FORMAT JSON) ")
+        + store.statement(sql.KEYWORD_CANDIDATES_IDF, project_name),
+        {
+            "repo": None,
+            "language": None,
+            "path_re": None,
+            "weights": list(ranking.field_weights),
+            "norm": 0,
+            "term_queries": ["'value'", "'data'"],
+            "idfs": [1.0, 1.0],
+            "tsquery": "'value'",
+            "max_ranked": ranking.max_ranked,
+            "limit": 30,
+        },
+    ).fetchone()[0]
+    conn.rollback()
+    ranked = _subquery_rows(plan_json[0]["Plan"])
+    assert ranked == ranking.max_ranked
+
+
+def _subquery_rows(node: dict[str, Any]) -> int:
+    """Rows out of the innermost LIMIT (the rows that got a score)."""
+    deepest = -1
+    for child in node.get("Plans", []):
+        deepest = max(deepest, _subquery_rows(child))
+    if deepest < 0 and node.get("Node Type") == "Limit":
+        return int(node["Actual Rows"])
+    return deepest
+
+
+def test_keyword_plan_without_statistics_matches_every_term() -> None:
+    plan = keyword_plan(["a1", "b2"], search.TermStats(-1.0, {}, 0.0), Ranking())
+    assert plan.match_terms == ("a1", "b2") and plan.idfs == (1.0, 1.0)
+
+
+def test_fusion_weights_depths_and_exact_matches() -> None:
+    c = Candidates(vector=[1, 2, 3], keyword=[3, 4], exact=[9])
+    scores = fuse(c, Ranking(vector_depth=2, keyword_weight=2.0, rrf_k=60))
+    assert 3 in scores and scores[3] == pytest.approx(2.0 / 61)  # vector rank 3 cut by depth
+    assert scores[4] == pytest.approx(2.0 / 62)
+    assert max(scores, key=scores.__getitem__) == 9
+
+
+_ = json
