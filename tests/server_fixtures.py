@@ -141,6 +141,9 @@ class ServerThread:
     def __init__(self, app: Litestar) -> None:
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        # Accepted connections inherit this; without it (uvicorn sets it only on sockets it
+        # binds itself) every keep-alive response stalls 40 ms on delayed ACKs.
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self.sock.bind(("127.0.0.1", 0))
         self.port = self.sock.getsockname()[1]
         config = uvicorn.Config(app, log_level="warning", lifespan="on", access_log=False)
