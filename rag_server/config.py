@@ -351,6 +351,7 @@ CHECKOUT = Path(__file__).resolve().parent.parent
 INI_EXAMPLE = CHECKOUT / "application.ini.example"
 PROJECTS_EXAMPLE = CHECKOUT / "rag-projects.json.example"
 DEMO_PROJECT = "code_rag"
+DEMO_INCLUDE = ["README.md", "docs/**", "chunkers/*.py", "indexer/**", "rag_server/**"]
 
 
 def initial_files(config_path: Path) -> tuple[Path, Path]:
@@ -380,7 +381,9 @@ def write_initial_config(config_path: Path, *, force: bool = False) -> list[Path
         "projects": {
             DEMO_PROJECT: {
                 "roots": [str(CHECKOUT)],
-                "exclude": ["tests/fixtures/**", "bench/.cache/**"],
+                # code-rag's own source and docs: a few hundred chunks, indexed in about a
+                # minute by the local model, so a first `./bld up` shows results at once.
+                "include": DEMO_INCLUDE,
             }
         }
     }
