@@ -8,25 +8,15 @@ from typing import Any
 import httpx
 
 from indexer.errors import RagError
-from rag_server.config import Settings
+from rag_server.config import ADMIN_PATH, Settings, server_url
 
-ADMIN_PATH = "/rag-admin"
 TIMEOUT_SECONDS = 30.0
 _ids = itertools.count(1)
 
 
-def admin_url(settings: Settings) -> str:
-    host = settings.server.host
-    if host in ("0.0.0.0", "::", ""):
-        host = "127.0.0.1"
-    if ":" in host:
-        host = f"[{host}]"
-    return f"http://{host}:{settings.server.port}{ADMIN_PATH}"
-
-
 def admin_call(settings: Settings, method: str, params: dict[str, Any]) -> Any:
     """One JSON-RPC call; the result, or a RagError that says what to do."""
-    url = admin_url(settings)
+    url = server_url(settings, ADMIN_PATH)
     body = {"jsonrpc": "2.0", "id": next(_ids), "method": method, "params": params}
     try:
         with httpx.Client(timeout=TIMEOUT_SECONDS, trust_env=False) as client:

@@ -34,7 +34,13 @@ from indexer.db import Database
 from indexer.embed import Embedder
 from indexer.errors import ConfigError, ProjectNotFound
 from rag_server import admin, jsonrpc, mcp
-from rag_server.config import Settings, make_settings_embedder
+from rag_server.config import (
+    ADMIN_PATH,
+    MCP_PATH,
+    WILDCARD_HOSTS,
+    Settings,
+    make_settings_embedder,
+)
 from rag_server.jsonrpc import FORBIDDEN, INVALID_REQUEST, NOT_FOUND, RpcError
 from rag_server.scheduler import SweepScheduler
 from rag_server.service import Service
@@ -42,21 +48,9 @@ from rag_server.tools import ProjectTools
 
 log = logging.getLogger("code_rag.app")
 
-MCP_PATH = "/rag-mcp"
-ADMIN_PATH = "/rag-admin"
 MAX_BODY_BYTES = 1_048_576  # one JSON-RPC message; ours are a few hundred bytes
 TOKEN_HEADER = "x-rag-token"
 LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})
-WILDCARD_HOSTS = frozenset({"", "0.0.0.0", "::"})
-
-
-def mcp_url(settings: Settings, project: str) -> str:
-    host = settings.server.host
-    if host in WILDCARD_HOSTS:
-        host = "127.0.0.1"
-    if ":" in host:
-        host = f"[{host}]"
-    return f"http://{host}:{settings.server.port}{MCP_PATH}/{project}"
 
 
 # --- the guard ------------------------------------------------------------------------------------

@@ -31,6 +31,7 @@ from rag_server.config import (
     default_config_path,
     load_settings,
     make_settings_embedder,
+    mcp_url,
     sweep_options,
     write_initial_config,
 )
@@ -404,8 +405,6 @@ def _server_logging() -> None:
 
 
 def _print_connect_lines(settings: Settings) -> None:
-    from rag_server.app import mcp_url
-
     token = settings.server.token
     typer.echo("")
     typer.echo("Connect Claude Code (run in your project's folder):")

@@ -393,6 +393,24 @@ def write_initial_config(config_path: Path, *, force: bool = False) -> list[Path
 
 # --- what the settings build -------------------------------------------------------------------
 
+MCP_PATH = "/rag-mcp"
+ADMIN_PATH = "/rag-admin"
+WILDCARD_HOSTS = frozenset({"", "0.0.0.0", "::"})
+
+
+def server_url(settings: Settings, path: str) -> str:
+    """The URL a local client uses to reach `path` on the configured server."""
+    host = settings.server.host
+    if host in WILDCARD_HOSTS:
+        host = "127.0.0.1"
+    if ":" in host:
+        host = f"[{host}]"
+    return f"http://{host}:{settings.server.port}{path}"
+
+
+def mcp_url(settings: Settings, project: str) -> str:
+    return server_url(settings, f"{MCP_PATH}/{project}")
+
 
 def make_settings_embedder(settings: Settings) -> Embedder:
     """The embedder the settings ask for (not yet loaded or contacted)."""
