@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
 import resource
 import statistics
 import sys
@@ -27,6 +26,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import machine
 
 from chunkers import ChunkerConfig, chunk_file
 
@@ -116,24 +117,6 @@ def traced_peak(paths: list[Path], root: Path, config: ChunkerConfig) -> int:
     return peak
 
 
-def machine() -> str:
-    cpu = "unknown CPU"
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-        mem_kb = next(
-            int(line.split()[1])
-            for line in Path("/proc/meminfo").read_text().splitlines()
-            if line.startswith("MemTotal")
-        )
-        ram = f"{mem_kb / 1024 / 1024:.1f} GiB RAM"
-    except (OSError, StopIteration):
-        ram = "unknown RAM"
-    return f"{os.cpu_count()} CPUs (nproc), {cpu}, {ram}, Python {platform.python_version()}"
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--root", type=Path, default=DEFAULT_ROOT)
@@ -147,7 +130,7 @@ def main() -> None:
     root = args.root.resolve()
     paths = corpus(root, args.max_bytes, args.limit)
     config = ChunkerConfig()
-    print(f"machine: {machine()}")
+    print(f"machine: {machine.describe()}")
     print(f"corpus: {root} ({len(paths)} files <= {args.max_bytes} bytes)")
     runs = []
     for index in range(args.runs):

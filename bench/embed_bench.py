@@ -15,7 +15,6 @@ the same batches, and `pack_batches` alone. Figures are medians of --repeats run
 from __future__ import annotations
 
 import argparse
-import platform
 import statistics
 import sys
 import sysconfig
@@ -25,6 +24,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
+
+import machine  # noqa: E402  (bench/machine.py, beside this script)
 
 from indexer.embed import pack_batches, utf8_len  # noqa: E402
 
@@ -56,23 +57,6 @@ def median_seconds(run: Callable[[], object], repeats: int) -> float:
         run()
         times.append(time.perf_counter() - started)
     return statistics.median(times)
-
-
-def machine() -> str:
-    import os
-
-    cpu = "unknown"
-    with open("/proc/cpuinfo", encoding="utf-8") as info:
-        for line in info:
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    with open("/proc/meminfo", encoding="utf-8") as info:
-        kib = int(info.readline().split()[1])
-    return (
-        f"nproc {os.cpu_count()}, CPU {cpu}, RAM {kib / 1024 / 1024:.0f} GiB, "
-        f"Python {platform.python_version()}"
-    )
 
 
 def bench_local(chunks: list[str], batch_sizes: list[int], repeats: int) -> None:
@@ -184,7 +168,7 @@ def main() -> None:
     parser.add_argument("--skip-local", action="store_true")
     parser.add_argument("--skip-ollama", action="store_true")
     args = parser.parse_args()
-    print(machine())
+    print(machine.describe())
     print(f"command: {' '.join([Path(sys.executable).name, *sys.argv])}")
     chunks = code_chunks(args.chunks)
     if not args.skip_ollama:

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
 import shutil
 import statistics
 import sys
@@ -28,6 +27,8 @@ import numpy as np
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
+
+import machine  # noqa: E402  (bench/machine.py, beside this script)
 
 from chunkers import chunk_file, embedding_text  # noqa: E402
 from indexer import store  # noqa: E402
@@ -68,19 +69,6 @@ class ZeroCostEmbedder:
 
     def close(self) -> None:
         pass
-
-
-def machine() -> str:
-    cpu = "unknown CPU"
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
-    return f"{os.cpu_count()} cores, {cpu}, {mem:.0f} GiB RAM, Python {platform.python_version()}"
 
 
 def project(name: str, packages: Sequence[str]) -> Project:
@@ -182,7 +170,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--files", type=int, default=40, help="files for part 2 (local model)")
     args = parser.parse_args()
-    print(f"machine: {machine()}")
+    print(f"machine: {machine.describe()}")
     dsn = os.environ.get("CODE_RAG_DSN", "")
     data = Path(tempfile.mkdtemp(prefix="code-rag-bench-"))
     data.chmod(0o755)
