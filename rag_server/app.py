@@ -247,6 +247,7 @@ def create_app(
         lifespan=[lifespan],
         request_max_body_size=MAX_BODY_BYTES,
         openapi_config=None,
+        logging_config=None,  # the process configures logging once (./bld serve)
         debug=False,
     )
 

