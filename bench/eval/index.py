@@ -10,6 +10,7 @@ sweep re-embeds only the chunks that changed).
 from __future__ import annotations
 
 import json
+import re
 import sys
 import time
 from collections.abc import Callable
@@ -23,6 +24,7 @@ from psycopg import sql as pgsql  # noqa: E402
 
 import indexer.sweep as sweep_module  # noqa: E402
 from chunkers import Chunk, ChunkerConfig, embedding_text  # noqa: E402
+from indexer import lexical, store  # noqa: E402
 from indexer.db import Database  # noqa: E402
 from indexer.embed import Embedder  # noqa: E402
 from indexer.project import Project, Root  # noqa: E402
@@ -146,3 +148,45 @@ def ensure_index(
     else:
         manifest = {**json.loads(manifest_path.read_text()), "chunks": manifest["chunks"]}
     return manifest
+
+
+DEFINITION_RE = re.compile(r"^[ \t]*(?:async[ \t]+)?(?:def|class)[ \t]+([A-Za-z_]\w*)", re.M)
+
+
+def with_definition_terms(db: Database, project: Project) -> Project:
+    """An index-side experiment, on a copy of the project: every definition in a chunk (not only
+    the one the chunk is named after) adds its name to the symbol-weighted (A) terms. Small
+    functions merged into a neighbour's chunk then weigh like the chunk's own symbol."""
+    copy = Project(f"{project.name}_defs", project.roots)
+    with db.connection() as conn:
+        if store.project_exists(conn, copy.name):
+            store.drop_project(conn, copy.name)
+        store.ensure_project(conn, copy.name)
+        dim = store.embedding_dimension(conn, project.name)
+        assert dim is not None
+        store.set_embedding_dimension(conn, copy.name, dim)
+        for table in ("rag_meta", "rag_file", "rag_chunk"):
+            conn.execute(
+                pgsql.SQL("INSERT INTO {} SELECT * FROM {} ON CONFLICT DO NOTHING").format(
+                    pgsql.Identifier(copy.name, table), pgsql.Identifier(project.name, table)
+                )
+            )
+        chunks = pgsql.Identifier(copy.name, "rag_chunk")
+        rows = conn.execute(pgsql.SQL("SELECT id, symbol, content FROM {}").format(chunks))
+        updates = []
+        for chunk_id, symbol, content in rows.fetchall():
+            own = (symbol or "").rpartition(".")[2]
+            names = [n for n in DEFINITION_RE.findall(content) if n != own]
+            if names:
+                updates.append({"id": chunk_id, "terms": lexical.terms_text(" ".join(names))})
+        with conn.cursor() as cur:
+            cur.executemany(
+                pgsql.SQL(
+                    "UPDATE {} SET tsv = tsv || setweight(to_tsvector('simple', %(terms)s), 'A') "
+                    "WHERE id = %(id)s"
+                ).format(chunks),
+                updates,
+            )
+        conn.execute(pgsql.SQL("ANALYZE {}").format(chunks))
+        conn.commit()
+    return copy

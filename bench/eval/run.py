@@ -41,6 +41,7 @@ from index import (  # noqa: E402
     open_database,
     prepare_dirs,
     project_for,
+    with_definition_terms,
 )
 
 from indexer import search  # noqa: E402
@@ -195,6 +196,7 @@ def gather(
     queries: Sequence[Query],
     keyword_variants: dict[str, search.Ranking],
     ef_search: int,
+    projects: dict[str, Project] | None = None,
 ) -> Gathered:
     deep = search.Ranking(vector_depth=GATHER_DEPTH, keyword_depth=GATHER_DEPTH)
     vector, exact = [], []
@@ -212,7 +214,7 @@ def gather(
             for name, variant in keyword_variants.items():
                 k = search.gather_candidates(
                     conn,
-                    project,
+                    (projects or {}).get(name, project),
                     None,
                     q.text,
                     filters,
@@ -251,11 +253,10 @@ def replay(g: Gathered, variant: str, ranking: search.Ranking, mode: str) -> Sco
 
 
 FUSION_GRID = {
-    "keyword_weight": (0.5, 0.75, 1.0, 1.25, 1.5),
-    "vector_weight": (1.0,),
+    "keyword_weight": (0.25, 0.35, 0.5, 0.7, 1.0, 1.4),
     "vector_depth": (20, 50, 100, 200),
-    "keyword_depth": (10, 20, 50, 100, 200),
-    "rrf_k": (20, 60),
+    "keyword_depth": (20, 50, 100, 200),
+    "rrf_k": (10, 20, 40, 60),
 }
 
 
@@ -285,7 +286,11 @@ KEYWORD_VARIANTS: dict[str, search.Ranking] = {
     "+ stem prefixes (product)": search.Ranking(),
     "  with flat field weights": search.Ranking(field_weights=(0.2, 0.2, 0.2, 0.2)),
     "  with length normalisation": search.Ranking(normalization=1),
+    "  match budget 500 rows": search.Ranking(match_rows=500),
+    "  match budget 1000 rows": search.Ranking(match_rows=1000),
+    "  match budget 2000 rows": search.Ranking(match_rows=2000),
 }
+DEFS_VARIANT = "  + every definition's name as a symbol term (index side, eval copy)"
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -346,7 +351,10 @@ def main(argv: Sequence[str] | None = None) -> None:
             for mode in MODES:
                 print(live[mode].row(mode))
             if args.ablations:
-                ablations(conn, project, cached, tune_set, test_set, ranking, args.ef_search)
+                defs_project = with_definition_terms(db, project)
+                ablations(
+                    conn, project, cached, tune_set, test_set, ranking, args.ef_search, defs_project
+                )
     finally:
         db.close()
 
@@ -359,12 +367,15 @@ def ablations(
     test_set: list[Query],
     ranking: search.Ranking,
     ef_search: int,
+    defs_project: Project,
 ) -> None:
     variants = {
         name: replace(ranking, **_keyword_fields(v)) for name, v in KEYWORD_VARIANTS.items()
     }
-    g = gather(conn, project, cached, test_set, variants, ef_search)
-    gt = gather(conn, project, cached, tune_set, variants, ef_search)
+    variants[DEFS_VARIANT] = ranking
+    projects = {DEFS_VARIANT: defs_project}
+    g = gather(conn, project, cached, test_set, variants, ef_search, projects)
+    gt = gather(conn, project, cached, tune_set, variants, ef_search, projects)
     print(
         "\n## keyword side, each choice added in turn (test split; hybrid re-tuned per row "
         "on the tuning split)\n"
@@ -399,10 +410,14 @@ def ablations(
         ),
         ("tuned (product)", ranking),
     ]
-    for kw in (0.5, 0.75, 1.25, 1.5):
+    for kw in (0.35, 0.5, 0.7, 1.0):
         rows.append((f"tuned, keyword weight {kw}", replace(ranking, keyword_weight=kw)))
-    for kd in (10, 20, 100):
+    for kd in (20, 50, 100, 200):
         rows.append((f"tuned, keyword depth {kd}", replace(ranking, keyword_depth=kd)))
+    for vd in (20, 50, 100, 200):
+        rows.append((f"tuned, vector depth {vd}", replace(ranking, vector_depth=vd)))
+    for k in (10, 20, 60):
+        rows.append((f"tuned, rrf k {k}", replace(ranking, rrf_k=k)))
     for name, r in rows:
         s = replay(g, product, r, "hybrid")
         print(f"| {name} | {s.hit(1):.3f} | {s.hit(5):.3f} | {s.mrr():.3f} |")
@@ -415,6 +430,7 @@ def _keyword_fields(r: search.Ranking) -> dict[str, Any]:
         "prefix": r.prefix,
         "field_weights": r.field_weights,
         "normalization": r.normalization,
+        "match_rows": r.match_rows,
     }
 
 
