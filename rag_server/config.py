@@ -281,10 +281,11 @@ def read_projects(path: Path) -> dict[str, Project]:
 # --- the token --------------------------------------------------------------------------------
 
 
-def ensure_token(data_dir: Path) -> str:
-    """The saved token, generated (cryptographically random, mode 0600) on first use."""
+def ensure_token(data_dir: Path, *, fresh: bool = False) -> str:
+    """The saved token, generated (cryptographically random, mode 0600) on first use, or
+    anew when `fresh`."""
     token_path = data_dir / TOKEN_FILE
-    if token_path.exists():
+    if token_path.exists() and not fresh:
         token = token_path.read_text(encoding="utf-8").strip()
         if len(token) >= MIN_TOKEN_LENGTH:
             return token
@@ -360,8 +361,9 @@ def initial_files(config_path: Path) -> tuple[Path, Path]:
 
 
 def write_initial_config(config_path: Path, *, force: bool = False) -> list[Path]:
-    """Write `application.ini` (from the example, with a fresh token, mode 0600) and a
-    `rag-projects.json` that registers this checkout as a small demo project.
+    """Write `application.ini` (the example) and a `rag-projects.json` that registers this
+    checkout as a small demo project, and save a fresh token under the data folder (where
+    clients and scripts read it: `.data/token`), so no secret sits in the ini.
 
     Existing files are kept unless `force`; returns the files written.
     """
@@ -370,13 +372,8 @@ def write_initial_config(config_path: Path, *, force: bool = False) -> list[Path
     if existing and not force:
         names = " and ".join(str(p) for p in existing)
         raise ConfigError(f"{names} already exist: keep them, or run `./bld init --force`")
-    token = secrets.token_urlsafe(32)
-    ini = INI_EXAMPLE.read_text(encoding="utf-8").replace("\ntoken =\n", f"\ntoken = {token}\n")
     ini_path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(ini_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as handle:
-        handle.write(ini)
-    os.chmod(ini_path, 0o600)
+    ini_path.write_text(INI_EXAMPLE.read_text(encoding="utf-8"), encoding="utf-8")
     demo = {
         "projects": {
             DEMO_PROJECT: {
@@ -388,7 +385,9 @@ def write_initial_config(config_path: Path, *, force: bool = False) -> list[Path
         }
     }
     projects_path.write_text(json.dumps(demo, indent=2) + "\n", encoding="utf-8")
-    return [ini_path, projects_path]
+    data_dir = ini_path.parent / DEFAULT_DATA
+    ensure_token(data_dir, fresh=True)
+    return [ini_path, projects_path, data_dir / TOKEN_FILE]
 
 
 # --- what the settings build -------------------------------------------------------------------

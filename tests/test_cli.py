@@ -130,15 +130,24 @@ def test_dry_run_lists_and_counts_without_writing(workspace: Path, own_dsn: str)
 def test_init_writes_once_and_never_overwrites_without_force(tmp_path: Path) -> None:
     first = bld(tmp_path, "init")
     assert first.returncode == 0
+    assert first.stdout.splitlines()[:3] == [
+        f"wrote {tmp_path / 'application.ini'}",
+        f"wrote {tmp_path / 'rag-projects.json'}",
+        f"wrote {tmp_path / '.data' / 'token'}",
+    ]
     ini = (tmp_path / "application.ini").read_text()
-    assert (tmp_path / "application.ini").stat().st_mode & 0o777 == 0o600
+    token_file = tmp_path / ".data" / "token"
+    token = token_file.read_text()
+    assert token_file.stat().st_mode & 0o777 == 0o600
+    assert token.strip() not in ini  # the secret stays out of the ini
     again = bld(tmp_path, "init")
     assert again.returncode == 1
     assert "already exist: keep them, or run `./bld init --force`" in again.stderr
     assert (tmp_path / "application.ini").read_text() == ini
+    assert token_file.read_text() == token
     forced = bld(tmp_path, "init", "--force")
     assert forced.returncode == 0
-    assert (tmp_path / "application.ini").read_text() != ini  # a fresh token
+    assert token_file.read_text() != token  # a fresh token
 
 
 def test_every_command_has_help_with_an_example(tmp_path: Path) -> None:
