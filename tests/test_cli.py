@@ -11,7 +11,7 @@ import pytest
 
 from indexer import store
 from tests.cli_fixtures import bld, bld_tty, own_dsn, workspace
-from tests.ollama_standin import ollama_standin
+from tests.ollama_standin import OllamaStandin, ollama_standin
 
 __all__ = ["ollama_standin", "own_dsn", "workspace"]
 
@@ -155,3 +155,15 @@ def test_every_command_has_help_with_an_example(tmp_path: Path) -> None:
         result = bld(tmp_path, command, "--help")
         assert result.returncode == 0
         assert "Example: ./bld " + command in result.stdout.replace("\n", " "), command
+
+
+def test_full_scan_reembeds_every_file(workspace: Path, ollama_standin: OllamaStandin) -> None:
+    assert bld(workspace, "scan", "shop").returncode == 0
+    ollama_standin.reset_counters()
+    again = bld(workspace, "scan", "shop")
+    assert ", 0 indexed, 2 unchanged," in again.stdout
+    assert ollama_standin.embedding_calls == 0
+    full = bld(workspace, "scan", "shop", "--full")
+    assert full.returncode == 0, full.stderr
+    assert ", 2 indexed, 0 unchanged," in full.stdout
+    assert ollama_standin.embedding_calls > 0
