@@ -14,10 +14,10 @@ from pathlib import Path
 
 import psycopg
 import pytest
+from ollama_standin import OllamaStandin
 from psycopg.conninfo import make_conninfo
 
 from indexer.db import Database, prepare_database
-from tests.ollama_standin import OllamaStandin
 
 ROOT = Path(__file__).resolve().parent.parent
 _count = iter(range(1, 10_000))

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import psycopg
 import pytest
+from cli_fixtures import bld, bld_tty, own_dsn, workspace
+from ollama_standin import OllamaStandin, ollama_standin
 
 from indexer import store
-from tests.cli_fixtures import bld, bld_tty, own_dsn, workspace
-from tests.ollama_standin import OllamaStandin, ollama_standin
 
 __all__ = ["ollama_standin", "own_dsn", "workspace"]
 

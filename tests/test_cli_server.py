@@ -13,9 +13,8 @@ from pathlib import Path
 
 import httpx
 import pytest
-
-from tests.cli_fixtures import bld, env, own_dsn, workspace
-from tests.ollama_standin import ollama_standin
+from cli_fixtures import bld, env, own_dsn, workspace
+from ollama_standin import ollama_standin
 
 __all__ = ["ollama_standin", "own_dsn", "workspace"]
 

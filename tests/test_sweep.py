@@ -12,6 +12,7 @@ from typing import Any
 
 import psycopg
 import pytest
+from ollama_standin import OllamaStandin, StandinModel, ollama_standin, unreachable_url
 
 from indexer import store
 from indexer.db import Database
@@ -21,7 +22,6 @@ from indexer.project import Project, Root
 from indexer.report import SweepReport
 from indexer.search import search_code
 from indexer.sweep import SweepOptions, sweep_project
-from tests.ollama_standin import OllamaStandin, StandinModel, ollama_standin, unreachable_url
 
 __all__ = ["ollama_standin"]
 
@@ -325,7 +325,10 @@ def test_binary_files_are_skipped_not_failed(
 
 
 def test_bulk_load_builds_the_vector_index_at_the_end(
-    database: Database, conn: Conn, project: Project, embedder: Any,
+    database: Database,
+    conn: Conn,
+    project: Project,
+    embedder: Any,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     import indexer.sweep

@@ -13,13 +13,13 @@ from pathlib import Path
 from typing import Any
 
 import psycopg
+from ollama_standin import OllamaStandin, ollama_standin
 
 from indexer import store
 from indexer.db import Database
 from indexer.embed import make_embedder
 from indexer.project import Project, Root
 from indexer.sweep import SweepOptions, sweep_project
-from tests.ollama_standin import OllamaStandin, ollama_standin
 
 __all__ = ["ollama_standin"]
 
