@@ -30,6 +30,9 @@ EMBEDDED_DATABASE = "code_rag"
 PGDATA_DIR = "pgdata"
 MIN_PGVECTOR = (0, 5)
 CONNECT_TIMEOUT_S = 10
+# How long a caller waits for a pooled connection. With the server down no connection comes,
+# and a search must fail with a clear message well before a client gives up on it.
+POOL_TIMEOUT_S = 10
 PGVECTOR_HELP = (
     "install pgvector >= 0.5 on that server (https://github.com/pgvector/pgvector#installation, "
     "e.g. `apt install postgresql-NN-pgvector`) and run `CREATE EXTENSION vector;` as a "
@@ -150,7 +153,9 @@ def make_pool(
         configure=_configure,
         check=ConnectionPool.check_connection,
         kwargs={"connect_timeout": CONNECT_TIMEOUT_S},
-        timeout=30,
+        timeout=POOL_TIMEOUT_S,
+        # A reconnection attempt gives up after this; the pool grows again on the next request,
+        # so the server recovers by itself however long the database was away.
         reconnect_timeout=60,
     )
 

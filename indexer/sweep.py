@@ -416,7 +416,7 @@ def sweep_project(
         try:
             _Sweep(db, conn, project, embedder, options, report, progress).run(full)
         except (RagError, psycopg.Error) as exc:
-            conn.rollback()
+            _rollback(conn)
             report.outcome = "failed"
             report.error = exc.message if isinstance(exc, RagError) else str(exc)
             _finish(conn, project.name, sweep_id, report, started)
@@ -424,7 +424,7 @@ def sweep_project(
                 raise DatabaseError(f"sweep of {project.name} failed: {exc}") from exc
             raise
         except BaseException:
-            conn.rollback()
+            _rollback(conn)
             report.outcome = "failed"
             report.error = "interrupted"
             _finish(conn, project.name, sweep_id, report, started)
@@ -443,6 +443,13 @@ def sweep_project(
                 )
             )
     return report
+
+
+def _rollback(conn: store.Conn) -> None:
+    """Roll back after a failure; a connection the database has dropped has nothing to undo,
+    and the error that dropped it (not the rollback's) is the one to report."""
+    with contextlib.suppress(psycopg.OperationalError):
+        conn.rollback()
 
 
 def _finish(
