@@ -122,12 +122,10 @@ def _quote(word: str) -> str:
 
 
 def tsquery_term(word: str, *, prefix: bool = False) -> str:
-    """One term as `tsquery` input: the exact lexeme, or its stem as a prefix (`'pars':*`)."""
-    if prefix:
-        base = stem(word)
-        if base != word or len(word) >= MIN_STEM_CHARS + 1:
-            return _quote(base) + ":*"
-    return _quote(word)
+    """One term as `tsquery` input: the exact lexeme or, with `prefix` and a suffix to strip,
+    its stem as a prefix (`parsed` -> `'pars':*`)."""
+    base = stem(word) if prefix else word
+    return _quote(base) + ":*" if base != word else _quote(word)
 
 
 def tsquery_any(words: Iterable[str], *, prefix: bool = False) -> str:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 import re
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
@@ -54,13 +55,13 @@ class Ranking:
     """
 
     vector_weight: float = 1.0
-    keyword_weight: float = 1.0
-    vector_depth: int = 50
-    keyword_depth: int = 50
+    keyword_weight: float = 0.35
+    vector_depth: int = 30
+    keyword_depth: int = 200
     rrf_k: int = RRF_K
     stopwords: bool = True
     idf: bool = True
-    prefix: bool = True
+    prefix: bool = False
     field_weights: tuple[float, float, float, float] = (0.05, 0.2, 0.5, 1.0)
     normalization: int = 0
     match_rows: int = 5000
@@ -230,7 +231,23 @@ class TermStats:
         return self.rows > 0 and bool(self.shares)
 
 
-def term_stats(conn: store.Conn, project: str) -> TermStats:
+# Term statistics move only when the table is analysed: read them at most once a minute.
+TERM_STATS_SECONDS = 60.0
+_term_stats_cache: dict[str, tuple[float, TermStats]] = {}
+
+
+def term_stats(conn: store.Conn, project: str, *, fresh: bool = False) -> TermStats:
+    """The project's term statistics, cached for TERM_STATS_SECONDS unless `fresh`."""
+    now = time.monotonic()
+    cached = _term_stats_cache.get(project)
+    if cached is not None and not fresh and now - cached[0] < TERM_STATS_SECONDS:
+        return cached[1]
+    stats = _read_term_stats(conn, project)
+    _term_stats_cache[project] = (now, stats)
+    return stats
+
+
+def _read_term_stats(conn: store.Conn, project: str) -> TermStats:
     row = conn.execute(sql.KEYWORD_TERM_STATS, {"schema": project}).fetchone()
     if row is None or row[1] is None or row[2] is None:
         return TermStats(float(row[0]) if row else -1.0, {}, 0.0)
@@ -244,10 +261,9 @@ def term_stats(conn: store.Conn, project: str) -> TermStats:
 
 def _share(stats: TermStats, word: str, prefix: bool) -> float:
     share = stats.shares.get(word, stats.floor)
-    if prefix:
-        base = lexical.stem(word)
-        if base != word or len(word) > lexical.MIN_STEM_CHARS:
-            share = max(share, sum(v for t, v in stats.shares.items() if t.startswith(base)))
+    base = lexical.stem(word) if prefix else word
+    if base != word:
+        share = max(share, sum(v for t, v in stats.shares.items() if t.startswith(base)))
     return min(share, 1.0)
 
 
@@ -434,7 +450,7 @@ def _keyword_candidates(
         return [r[0] for r in rows]
     plan = keyword_plan(words, term_stats(conn, project), ranking)
     rows = conn.execute(
-        store.statement(sql.KEYWORD_CANDIDATES_IDF, project),
+        store.statement(sql.keyword_candidates_idf(len(plan.terms)), project),
         {
             **filters,
             "weights": weights,

@@ -43,7 +43,8 @@ def test_stems_are_prefixes_only_for_real_words() -> None:
     assert lexical.stem("is") == "is"  # too short to lose a suffix
     assert lexical.stem("utf8s") == "utf8s"  # not alphabetic: left alone
     assert lexical.tsquery_term("items", prefix=True) == "'item':*"
-    assert lexical.tsquery_term("id", prefix=True) == "'id'"  # short words match exactly
+    assert lexical.tsquery_term("return", prefix=True) == "'return'"  # no suffix: exact
+    assert lexical.tsquery_term("id", prefix=True) == "'id'"
     assert lexical.tsquery_term("items") == "'items'"
 
 

@@ -217,7 +217,7 @@ def test_keyword_side_matches_only_rare_terms_and_ranks_a_bounded_set(
     }
     project = stored_project(conn, project_name, files)
     ranking = Ranking(match_rows=100, max_ranked=50)
-    stats = search.term_stats(conn, project_name)
+    stats = search.term_stats(conn, project_name, fresh=True)
     assert stats.known and stats.shares["value"] == pytest.approx(1.0)
     plan = keyword_plan(["value", "data", "checksum"], stats, ranking)
     assert plan.match_terms == ("checksum",)
@@ -232,7 +232,7 @@ def test_keyword_side_matches_only_rare_terms_and_ranks_a_bounded_set(
     # The plan: however many rows match, the rows ranked stop at max_ranked.
     plan_json = conn.execute(
         psycopg.sql.SQL("EXPLAIN (ANALYZE, FORMAT JSON) ")
-        + store.statement(sql.KEYWORD_CANDIDATES_IDF, project_name),
+        + store.statement(sql.keyword_candidates_idf(2), project_name),
         {
             "repo": None,
             "language": None,
