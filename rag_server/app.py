@@ -272,11 +272,26 @@ def check_port_free(settings: Settings) -> None:
             raise ConfigError(f"cannot listen on {host}:{port}: {exc.strerror}") from None
 
 
+def exposure_warning(host: str) -> str | None:
+    """What to shout when the server is told to listen beyond this machine; None on loopback."""
+    name = host.strip().strip("[]").lower()
+    if name in LOOPBACK_NAMES or name.startswith("127."):
+        return None
+    return (
+        f"WARNING: listening on {host}, not only this machine: anyone who can reach this port "
+        "and holds the token can read the indexed code, and the token travels in clear text. "
+        "Keep [server] host = 127.0.0.1 unless you mean it (and then put TLS in front)."
+    )
+
+
 def serve_forever(
     settings: Settings, *, database: Database | None = None, embedder: Embedder | None = None
 ) -> None:
     """Run the app under uvicorn until interrupted (Ctrl-C stops it cleanly)."""
     app = create_app(settings, database=database, embedder=embedder)
+    warning = exposure_warning(settings.server.host)
+    if warning is not None:
+        log.warning(warning)
     uvicorn.run(
         app,
         host=settings.server.host,

@@ -408,6 +408,11 @@ def _server_logging() -> None:
 
 
 def _print_connect_lines(settings: Settings) -> None:
+    from rag_server.app import exposure_warning
+
+    warning = exposure_warning(settings.server.host)
+    if warning is not None:
+        typer.secho(warning, err=True, fg=typer.colors.RED, bold=True)
     token = settings.server.token
     typer.echo("")
     typer.echo("Connect Claude Code (run in your project's folder):")
