@@ -58,6 +58,10 @@ DEFAULT_BATCH_MAX_BYTES = 64 * 1024
 DEFAULT_BYTES_PER_TOKEN = 3
 FALLBACK_CONTEXT_TOKENS = 2048  # when /api/show does not say (nomic-embed-text's effective one)
 DEFAULT_TIMEOUT_SECONDS = 120.0  # a first request may wait for the model to load
+# A search waits for its query vector: shorter, and retried once, so a stalled Ollama turns
+# into a clear error within about a minute instead of holding the agent for many.
+DEFAULT_QUERY_TIMEOUT_SECONDS = 30.0
+QUERY_RETRIES = 1
 DEFAULT_CONNECT_TIMEOUT_SECONDS = 5.0
 DEFAULT_RETRIES = 3
 DEFAULT_BACKOFF_SECONDS = 0.5
@@ -103,6 +107,7 @@ class OllamaEmbedder:
         batch_max_bytes: int = DEFAULT_BATCH_MAX_BYTES,
         max_input_bytes: int | None = None,
         timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS,
+        query_timeout_seconds: float = DEFAULT_QUERY_TIMEOUT_SECONDS,
         retries: int = DEFAULT_RETRIES,
         backoff_seconds: float = DEFAULT_BACKOFF_SECONDS,
         keep_alive: str | float | None = None,
@@ -126,15 +131,19 @@ class OllamaEmbedder:
         self.keep_alive = keep_alive
         self.context_tokens: int | None = None
         # trust_env=False: no proxy from the environment; the configured host is the only peer.
-        self._client = ollama.Client(
-            host=self.host,
-            timeout=httpx.Timeout(
-                timeout_seconds, connect=min(DEFAULT_CONNECT_TIMEOUT_SECONDS, timeout_seconds)
-            ),
-            trust_env=False,
-        )
+        self.query_timeout_seconds = min(query_timeout_seconds, timeout_seconds)
+        self._client = self._make_client(timeout_seconds)
+        self._query_client = self._make_client(self.query_timeout_seconds)
         self._identity: EmbeddingModel | None = None
         self._lock = threading.Lock()
+
+    def _make_client(self, timeout: float) -> ollama.Client:
+        # trust_env=False: no proxy from the environment; the configured host is the only peer.
+        return ollama.Client(
+            host=self.host,
+            timeout=httpx.Timeout(timeout, connect=min(DEFAULT_CONNECT_TIMEOUT_SECONDS, timeout)),
+            trust_env=False,
+        )
 
     # --- identity ---------------------------------------------------------------------------
 
@@ -205,19 +214,42 @@ class OllamaEmbedder:
         return report.result(vectors, time.perf_counter() - started)
 
     def embed_query(self, text: str) -> list[float]:
+        """One request on the query client (short timeout, one retry). A query is short, so
+        one cut to the per-input cap up front replaces the halving and shortening of documents."""
         self.identity  # noqa: B018
-        report = EmbedReport()
         item = self._item(0, "the search query", text, prefix=self.query_prefix)
-        vectors: list[list[float] | None] = [None]
-        self._embed_span([item], self.query_prefix, vectors, report)
-        vector = vectors[0]
-        if vector is None:
-            reason = report.refused[0].reason if report.refused else "no vector"
-            raise EmbeddingRefused(f"Ollama at {self.host} refused the search query: {reason}")
-        return vector
+        report = EmbedReport()
+
+        def call() -> ollama.EmbedResponse:
+            report.requests += 1
+            return self._query_client.embed(
+                model=self.model,
+                input=[self.query_prefix + item.body],
+                truncate=True,
+                keep_alive=self.keep_alive,
+            )
+
+        try:
+            response = self._with_retries(
+                call, report, retries=QUERY_RETRIES, timeout=self.query_timeout_seconds
+            )
+        except _Refused as exc:
+            raise EmbeddingRefused(
+                f"Ollama at {self.host} refused the search query: {exc.message}"
+            ) from None
+        except ValueError as exc:
+            raise EmbeddingRefused(
+                f"Ollama at {self.host} sent an unreadable answer: {exc}"
+            ) from None
+        dimension = self._identity.dimension if self._identity else None
+        problem, vectors = checked_vectors(response.embeddings, 1, dimension)
+        if problem:
+            raise EmbeddingRefused(f"Ollama at {self.host} refused the search query: {problem}")
+        return vectors[0]
 
     def close(self) -> None:
         self._client.close()
+        self._query_client.close()
 
     def _item(self, index: int, label: str, text: str, prefix: str | None = None) -> _Item:
         prefix = self.document_prefix if prefix is None else prefix
@@ -339,18 +371,25 @@ class OllamaEmbedder:
             raise _Refused(problem, context=False)
         return vectors
 
-    def _with_retries(self, call: Callable[[], T], report: EmbedReport) -> T:
+    def _with_retries(
+        self,
+        call: Callable[[], T],
+        report: EmbedReport,
+        *,
+        retries: int | None = None,
+        timeout: float | None = None,
+    ) -> T:
         """`call()` with transport failures and 503s retried after 0.5 s, 1 s, 2 s ..., then
         raised as `EmbedderUnavailable`; other errors mapped by `_mapped_errors`."""
         delay = self.backoff_seconds
         detail = ""
-        for attempt in range(self.retries + 1):
+        for attempt in range((self.retries if retries is None else retries) + 1):
             if attempt:
                 report.retries += 1
                 time.sleep(delay)
                 delay *= 2
             try:
-                with self._mapped_errors():
+                with self._mapped_errors(timeout or self.timeout_seconds):
                     return call()
             except _Transient as exc:
                 detail = str(exc)
@@ -361,7 +400,7 @@ class OllamaEmbedder:
         )
 
     @contextmanager
-    def _mapped_errors(self) -> Iterator[None]:
+    def _mapped_errors(self, timeout: float) -> Iterator[None]:
         """The one place where httpx / ollama errors become ours (or internal signals)."""
         try:
             yield
@@ -390,7 +429,7 @@ class OllamaEmbedder:
             context = status == 413 or any(w in lowered for w in _CONTEXT_WORDS)
             raise _Refused(f"{text} (HTTP {status})", context=context) from None
         except httpx.TimeoutException:
-            raise _Transient(f"no answer within {self.timeout_seconds:g} s") from None
+            raise _Transient(f"no answer within {timeout:g} s") from None
         except ConnectionError:  # the client's translation of httpx.ConnectError
             raise _Transient("connection refused") from None
         except httpx.TransportError as exc:

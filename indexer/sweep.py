@@ -29,7 +29,7 @@ import psycopg
 
 from chunkers import CHUNKER_VERSION, Chunk, ChunkerConfig, chunk_file, embedding_text
 from indexer import lexical, store
-from indexer.db import Database, mapped_errors
+from indexer.db import CONNECT_TIMEOUT_S, Database, mapped_errors
 from indexer.embed import Embedder, EmbeddingModel, needs_reembed, reembed_warning
 from indexer.errors import DatabaseError, RagError, SweepRunning
 from indexer.project import Project
@@ -468,7 +468,7 @@ def _finish(
 def _sweep_lock(db: Database, name: str, wait: bool) -> Iterator[None]:
     """Hold the project's sweep lock on a dedicated autocommit connection for the sweep."""
     with mapped_errors(f"locking {name} for a sweep"):
-        conn = psycopg.connect(db.dsn, autocommit=True)
+        conn = psycopg.connect(db.dsn, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S)
     with conn:
         with mapped_errors(f"locking {name} for a sweep"):
             locked = store.try_sweep_lock(conn, name, wait=wait)

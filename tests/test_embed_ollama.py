@@ -357,3 +357,21 @@ def test_standin_speaks_ollamas_shapes(server: OllamaStandin) -> None:
     assert missing.value.status_code == 404
     assert missing.value.error == 'model "x" not found, try pulling it first'
     assert server.tags_requests == 1 and server.show_requests == 1
+
+
+def test_a_stalled_ollama_fails_a_query_within_the_query_timeout(
+    server: OllamaStandin,
+) -> None:
+    # Documents may wait minutes for a model to load; a search must not: its query has a
+    # timeout of its own and one retry, then a clear error.
+    embedder = OllamaEmbedder(
+        host=server.url, timeout_seconds=60, query_timeout_seconds=0.5, backoff_seconds=0
+    )
+    embedder.identity  # noqa: B018  (discovered before the stall)
+    server.delay_seconds = 2.0
+    with pytest.raises(EmbedderUnavailable, match=r"no answer within 0.5 s"):
+        embedder.embed_query("where are invoices numbered")
+    assert server.embed_requests == 2  # the first try and one retry
+    server.delay_seconds = 0.0
+    assert len(embedder.embed_query("where are invoices numbered")) == 768
+    embedder.close()
