@@ -30,6 +30,7 @@ EMBEDDED_DATABASE = "code_rag"
 PGDATA_DIR = "pgdata"
 MIN_PGVECTOR = (0, 5)
 CONNECT_TIMEOUT_S = 10
+READ_TIMEOUT_MS = 30_000  # a search, a status: beyond this the answer is an error, not a wait
 # How long a caller waits for a pooled connection. With the server down no connection comes,
 # and a search must fail with a clear message well before a client gives up on it.
 POOL_TIMEOUT_S = 10
@@ -93,6 +94,11 @@ def mapped_errors(what: str) -> Iterator[None]:
     """Translate psycopg's errors into DatabaseError at this edge."""
     try:
         yield
+    except psycopg.errors.QueryCanceled as exc:  # an OperationalError too: test it first
+        raise DatabaseError(
+            f"{what}: PostgreSQL did not answer in time ({str(exc).strip().splitlines()[0]}); "
+            "try a narrower query, or check the server's load"
+        ) from exc
     except psycopg.OperationalError as exc:
         raise DatabaseError(
             f"{what}: PostgreSQL is not reachable ({str(exc).strip().splitlines()[0]}); "
@@ -191,6 +197,15 @@ class Database:
         if self.pool is None:
             raise DatabaseError("the database is not open")
         return self.pool.connection()
+
+    @contextlib.contextmanager
+    def reading(self, timeout_ms: int = READ_TIMEOUT_MS) -> Iterator[psycopg.Connection[Any]]:
+        """A pooled connection for an interactive read: its statements give up after
+        `timeout_ms` (for the transaction it runs in only), so a request never hangs on a
+        stuck database. Sweeps use `connection()`: index builds may take minutes."""
+        with self.connection() as conn:
+            conn.execute(sql.SET_STATEMENT_TIMEOUT, {"ms": str(timeout_ms)})
+            yield conn
 
     def __enter__(self) -> Database:
         return self.open()

@@ -21,6 +21,8 @@ PGVECTOR_INSTALLED = "SELECT extversion FROM pg_extension WHERE extname = 'vecto
 PGVECTOR_AVAILABLE = "SELECT default_version FROM pg_available_extensions WHERE name = 'vector'"
 CREATE_PGVECTOR = "CREATE EXTENSION IF NOT EXISTS vector"
 DATABASE_EXISTS = "SELECT 1 FROM pg_database WHERE datname = %(name)s"
+# For the current transaction only (is_local = true): the pool's connections stay as they were.
+SET_STATEMENT_TIMEOUT = "SELECT set_config('statement_timeout', %(ms)s, true)"
 
 
 def create_database(name: str) -> pgsql.Composed:

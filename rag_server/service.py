@@ -232,7 +232,7 @@ class Service:
 
     def never_swept(self, name: str) -> bool:
         """True when the project has no schema yet or no finished sweep."""
-        with mapped_errors(f"reading the index of {name}"), self.db.connection() as conn:
+        with mapped_errors(f"reading the index of {name}"), self.db.reading() as conn:
             if not store.project_exists(conn, name):
                 return True
             return store.summary(conn, name).last_sweep_at is None
@@ -241,7 +241,7 @@ class Service:
         """What `./bld status` shows for one project, plus what only the server knows:
         whether a sweep runs now, how the last one of this process ended, the next one."""
         project = self.project(name)
-        with mapped_errors(f"reading the status of {name}"), self.db.connection() as conn:
+        with mapped_errors(f"reading the status of {name}"), self.db.reading() as conn:
             data: dict[str, Any] = project_status(conn, project).to_dict()
         active = self.active_run(name)
         last = self.last_run(name)

@@ -274,7 +274,7 @@ def bound_hits(query: str, hits: list[dict[str, Any]]) -> dict[str, Any]:
 
 def search_handler(service: Service, project: Project, args: Mapping[str, Any]) -> dict[str, Any]:
     query = str(args["query"])
-    with mapped_errors(f"searching {project.name}"), service.db.connection() as conn:
+    with mapped_errors(f"searching {project.name}"), service.db.reading() as conn:
         hits = search_code(
             conn,
             project,
@@ -307,7 +307,7 @@ def get_chunk_handler(
 ) -> dict[str, Any]:
     chunk_id = args["chunk_id"]
     context = int(args.get("context_lines") or 0)
-    with mapped_errors(f"reading a chunk of {project.name}"), service.db.connection() as conn:
+    with mapped_errors(f"reading a chunk of {project.name}"), service.db.reading() as conn:
         view = get_chunk(conn, project, chunk_id, context_lines=context)
     data = dict(view.to_dict())
     truncated = False
@@ -325,7 +325,7 @@ def list_repos_handler(
     counts: dict[str, store.RepoCounts] = {}
     last_sweep = None
     indexed = False
-    with mapped_errors(f"reading the index of {project.name}"), service.db.connection() as conn:
+    with mapped_errors(f"reading the index of {project.name}"), service.db.reading() as conn:
         if store.project_exists(conn, project.name):
             indexed = True
             counts = {c.repo: c for c in store.repo_counts(conn, project.name)}

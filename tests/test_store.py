@@ -219,3 +219,19 @@ def test_server_without_rights_to_enable_pgvector_says_what_to_do(database: Data
         with psycopg.connect(database.dsn, autocommit=True) as admin:
             admin.execute("DROP DATABASE novector")
             admin.execute("DROP ROLE plainuser")
+
+
+def test_interactive_reads_give_up_instead_of_hanging(database: Database) -> None:
+    # A stuck statement on a read connection ends with a clear error, and the pooled
+    # connection keeps no timeout afterwards (it was set for that transaction only).
+    from indexer.db import mapped_errors
+    from indexer.errors import DatabaseError
+
+    with (
+        pytest.raises(DatabaseError, match="PostgreSQL did not answer in time"),
+        mapped_errors("searching"),
+        database.reading(timeout_ms=200) as conn,
+    ):
+        conn.execute("SELECT pg_sleep(5)")
+    with database.connection() as conn:
+        assert conn.execute("SHOW statement_timeout").fetchone() == ("0",)
