@@ -446,6 +446,7 @@ def _keyword_candidates(
                 "tsquery": lexical.tsquery_any(words, prefix=ranking.prefix),
                 "limit": ranking.keyword_depth,
             },
+            prepare=False,
         ).fetchall()
         return [r[0] for r in rows]
     plan = keyword_plan(words, term_stats(conn, project), ranking)
@@ -461,6 +462,8 @@ def _keyword_candidates(
             "max_ranked": ranking.max_ranked,
             "limit": ranking.keyword_depth,
         },
+        # Never a generic plan: how many rows a tsquery matches decides the plan (index or scan).
+        prepare=False,
     ).fetchall()
     return [r[0] for r in rows]
 

@@ -281,11 +281,12 @@ SELECT c.id, ts_rank_cd(%(weights)s::float4[], c.tsv, q.query) AS rank
 )
 # The weighted ranker: rows matching the selected (rarest) terms, at most `max_ranked` of them,
 # scored by the sum over all query terms of idf x the term's field-weighted rank in the chunk.
-# `{score}` is that sum, unrolled per term by `keyword_candidates_idf`.
+# `{score}` is that sum, unrolled per term by `keyword_candidates_idf`. `tsv || ''` hands the
+# outer query one decompressed copy per row, instead of one per ts_rank call.
 _KEYWORD_CANDIDATES_IDF = (
     """
-SELECT m.id, m.score
-  FROM (SELECT c.id, ({score}) AS score
+SELECT m.id, ({score}) AS score
+  FROM (SELECT c.id, c.tsv || ''::tsvector AS v
           FROM {{schema}}.rag_chunk c
           JOIN {{schema}}.rag_file f ON f.id = c.file_id
          WHERE c.tsv @@ to_tsquery('simple', %(tsquery)s)
@@ -293,12 +294,12 @@ SELECT m.id, m.score
     + _SEARCH_FILTERS
     + """
          LIMIT %(max_ranked)s) AS m
- ORDER BY m.score DESC, m.id
+ ORDER BY score DESC, m.id
  LIMIT %(limit)s
 """
 )
 _TERM_SCORE = (
-    "%(idfs)s[{i}] * ts_rank(%(weights)s::float4[], c.tsv, (%(term_queries)s::tsquery[])[{i}],"
+    "%(idfs)s[{i}] * ts_rank(%(weights)s::float4[], m.v, (%(term_queries)s::tsquery[])[{i}],"
     " %(norm)s)"
 )
 
