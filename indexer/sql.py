@@ -139,6 +139,9 @@ SET_EMBEDDING_TYPE = "ALTER TABLE {schema}.rag_chunk ALTER COLUMN embedding TYPE
 # Index builds get more memory than the default 64MB, or pgvector builds the graph on disk, slowly.
 SET_BUILD_MEMORY = "SELECT set_config('maintenance_work_mem', %(mem)s, true)"
 COUNT_CHUNKS = "SELECT count(*) FROM {schema}.rag_chunk"
+# The keyword ranker weighs terms by the planner's statistics of `tsv`: refresh them after
+# large writes rather than waiting for autovacuum.
+ANALYZE_CHUNKS = "ANALYZE {schema}.rag_chunk"
 CREATE_HNSW = """
 CREATE INDEX IF NOT EXISTS rag_chunk_embedding_hnsw
     ON {schema}.rag_chunk USING hnsw (embedding vector_cosine_ops)

@@ -243,6 +243,11 @@ def build_vector_index(conn: Conn, project: str, memory: str = "1GB") -> None:
         conn.execute(statement(sql.CREATE_HNSW, project))
 
 
+def analyze_chunks(conn: Conn, project: str) -> None:
+    with conn.transaction():
+        conn.execute(statement(sql.ANALYZE_CHUNKS, project))
+
+
 def chunk_count(conn: Conn, project: str) -> int:
     row = conn.execute(statement(sql.COUNT_CHUNKS, project)).fetchone()
     return int(row[0]) if row else 0

@@ -43,6 +43,8 @@ DEFAULT_FILES_PER_COMMIT = 50
 # once at the end instead of updated per row.
 BULK_LOAD_FILES = 200
 BINARY_CONTENT = "binary content"
+# After writing this many chunks the planner's term statistics are refreshed (keyword ranking).
+ANALYZE_AFTER_CHUNKS = 1000
 
 
 @dataclass(frozen=True)
@@ -181,6 +183,12 @@ class _Sweep:
                 store.build_vector_index(self.conn, self.name)
                 self.conn.commit()
             report.add_time("build_index", time.perf_counter() - t)
+        if bulk or report.chunks_written >= ANALYZE_AFTER_CHUNKS:
+            t = time.perf_counter()
+            with mapped_errors(f"analyzing the index of {self.name}"):
+                store.analyze_chunks(self.conn, self.name)
+                self.conn.commit()
+            report.add_time("analyze", time.perf_counter() - t)
 
         t = time.perf_counter()
         with mapped_errors(f"deleting removed files of {self.name}"):

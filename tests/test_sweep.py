@@ -344,3 +344,26 @@ def test_bulk_load_builds_the_vector_index_at_the_end(
     conn.rollback()
     # Not empty any more: the next sweep updates the index in place.
     assert "build_index" not in sweep(database, project, embedder).seconds
+
+
+def test_large_writes_refresh_the_term_statistics(
+    database: Database,
+    conn: Conn,
+    project: Project,
+    embedder: Any,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The keyword ranker reads term frequencies from pg_stats: a sweep that wrote many chunks
+    # analyzes the table instead of leaving every term weighted alike until autovacuum runs.
+    import indexer.sweep
+
+    monkeypatch.setattr(indexer.sweep, "ANALYZE_AFTER_CHUNKS", 1)
+    report = sweep(database, project, embedder)
+    assert "analyze" in report.seconds
+    row = conn.execute(
+        "SELECT most_common_elems IS NOT NULL FROM pg_stats "
+        "WHERE schemaname = %s AND tablename = 'rag_chunk' AND attname = 'tsv'",
+        (project.name,),
+    ).fetchone()
+    assert row == (True,)
+    conn.rollback()
