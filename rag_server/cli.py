@@ -35,6 +35,7 @@ from rag_server.config import (
     sweep_options,
     write_initial_config,
 )
+from rag_server.reconcile import reconcile
 from rag_server.render import SweepPrinter, describe_report, format_status
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -120,47 +121,6 @@ def select_projects(settings: Settings, target: str) -> list[Project]:
             "add it there, or use `all`"
         )
     return [settings.projects[target]]
-
-
-def _drop_plan(conn: store.Conn, settings: Settings) -> list[store.ProjectSummary]:
-    return [
-        store.summary(conn, name)
-        for name in store.list_projects(conn)
-        if name not in settings.projects
-    ]
-
-
-def reconcile(conn: store.Conn, settings: Settings, yes: bool) -> bool:
-    """Drop the schemas of projects gone from the config, after confirmation; False if refused."""
-    plan = _drop_plan(conn, settings)
-    conn.rollback()
-    if not plan:
-        return True
-    typer.echo(
-        f"{len(plan)} project schema(s) in the database are not in {settings.projects_path}:"
-    )
-    for s in plan:
-        swept = s.last_sweep_at.strftime("%Y-%m-%d %H:%M UTC") if s.last_sweep_at else "never"
-        typer.echo(
-            f"  drop schema `{s.name}`: {s.files:,} files, {s.chunks:,} chunks, last swept {swept}"
-        )
-    if not yes:
-        if not sys.stdin.isatty():
-            typer.echo(
-                "error: not dropping anything: there is no terminal to confirm on; "
-                "re-run with --yes to drop the schemas listed above",
-                err=True,
-            )
-            return False
-        answer = input("Proceed? [y/N] ").strip().lower()
-        if answer not in ("y", "yes"):
-            typer.echo("Nothing dropped.")
-            return False
-    for s in plan:
-        store.drop_project(conn, s.name)
-        conn.commit()
-        typer.echo(f"dropped schema `{s.name}`")
-    return True
 
 
 @app.command()
