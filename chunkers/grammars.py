@@ -18,11 +18,14 @@ from tree_sitter import Language, Parser, Query
 from tree_sitter_language_pack import get_language
 
 _local = threading.local()
+# Grammars whose node names are another's, so they share its query file.
+SHARED_QUERIES = {"tsx": "typescript"}
 
 
 @cache
 def _query_source(language: str) -> str | None:
-    path = resources.files(__package__).joinpath("queries", f"{language}.scm")
+    name = SHARED_QUERIES.get(language, language)
+    path = resources.files(__package__).joinpath("queries", f"{name}.scm")
     return path.read_text(encoding="utf-8") if path.is_file() else None
 
 
@@ -61,6 +64,5 @@ def query_for(language: str) -> Query:
 def symbol_languages() -> tuple[str, ...]:
     """Every language with a symbol query, sorted."""
     folder = resources.files(__package__).joinpath("queries")
-    return tuple(
-        sorted(p.name[: -len(".scm")] for p in folder.iterdir() if p.name.endswith(".scm"))
-    )
+    files = {p.name[: -len(".scm")] for p in folder.iterdir() if p.name.endswith(".scm")}
+    return tuple(sorted(files | {k for k, v in SHARED_QUERIES.items() if v in files}))
