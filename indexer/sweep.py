@@ -275,13 +275,14 @@ class _Sweep:
             return _Prepared(
                 cand, sha, result.language, skip=BINARY_CONTENT, row_id=state.id if state else None
             )
+        rows = self._rows(cand.path, result.chunks)
         return _Prepared(
             cand,
             sha,
             result.language,
             chunks=result.chunks,
-            hashes=tuple(content_hash(c) for c in result.chunks),
-            rows=self._rows(cand.path, result.chunks),
+            hashes=tuple(row.content_sha256 for row in rows),
+            rows=rows,
         )
 
     def _rows(self, path: str, chunks: tuple[Chunk, ...]) -> tuple[store.ChunkRow, ...]:
