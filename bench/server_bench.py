@@ -35,7 +35,8 @@ import psutil  # noqa: E402
 
 from indexer import sql, store  # noqa: E402
 from indexer.db import Database  # noqa: E402
-from indexer.embed import Embedder, make_embedder  # noqa: E402
+from indexer.embed import Embedder  # noqa: E402
+from indexer.embedders import make_embedder  # noqa: E402
 from indexer.project import Project, Root  # noqa: E402
 from rag_server.app import create_app  # noqa: E402
 from rag_server.config import (  # noqa: E402

@@ -33,7 +33,8 @@ import machine  # noqa: E402  (bench/machine.py, beside this script)
 from chunkers import chunk_file, embedding_text  # noqa: E402
 from indexer import store  # noqa: E402
 from indexer.db import Database  # noqa: E402
-from indexer.embed import EmbedBatchResult, EmbeddingModel, make_embedder  # noqa: E402
+from indexer.embed import EmbedBatchResult, EmbeddingModel  # noqa: E402
+from indexer.embedders import make_embedder  # noqa: E402
 from indexer.project import Project, Root  # noqa: E402
 from indexer.sweep import SweepOptions, sweep_project  # noqa: E402
 from indexer.walk import walk_project  # noqa: E402

@@ -59,10 +59,3 @@ def query_for(language: str) -> Query:
             raise LookupError(f"no symbol query for {language}")
         query = queries[language] = Query(_language(language), source)
     return query
-
-
-def symbol_languages() -> tuple[str, ...]:
-    """Every language with a symbol query, sorted."""
-    folder = resources.files(__package__).joinpath("queries")
-    files = {p.name[: -len(".scm")] for p in folder.iterdir() if p.name.endswith(".scm")}
-    return tuple(sorted(files | {k for k, v in SHARED_QUERIES.items() if v in files}))

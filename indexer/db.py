@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import threading
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -19,7 +20,7 @@ from typing import Any
 import psycopg
 from pgvector.psycopg import register_vector
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
-from psycopg_pool import ConnectionPool
+from psycopg_pool import ConnectionPool, PoolTimeout
 
 from indexer import sql
 from indexer.errors import DatabaseError, PgvectorMissing
@@ -89,24 +90,60 @@ def describe_dsn(dsn: str) -> str:
     return f"{host}{port}/{params.get('dbname') or params.get('user') or ''}"
 
 
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+@dataclass(frozen=True)
+class PoolState:
+    """What a pool looked like when a caller gave up waiting for one of its connections."""
+
+    max_size: int
+    checked_out: int
+    timeout_s: float
+
+
+def database_error(exc: psycopg.Error, what: str, pool: PoolState | None = None) -> DatabaseError:
+    """Our error for a psycopg error met while doing `what`: the one mapping there is."""
+    if isinstance(exc, PoolTimeout):  # an OperationalError too, but the server may be fine
+        if pool is not None and pool.checked_out >= pool.max_size:
+            return DatabaseError(
+                f"{what}: all {pool.max_size} connections to PostgreSQL are busy and none "
+                f"came free within {pool.timeout_s:g} s; retry shortly, or look for "
+                "long-running work (a sweep, a slow query) holding them"
+            )
+        waited = f"{pool.timeout_s:g} s" if pool is not None else "time"
+        return DatabaseError(
+            f"{what}: PostgreSQL is not reachable (no connection could be made in {waited}); "
+            "check that the server runs and [database] dsn is right"
+        )
+    if "too many connections" in str(exc) or "connection slots are reserved" in str(exc):
+        return DatabaseError(
+            f"{what}: PostgreSQL refuses more connections ({_first_line(exc)}); close idle "
+            "clients, or raise the server's max_connections (or the role's connection limit)"
+        )
+    if isinstance(exc, psycopg.errors.QueryCanceled):  # an OperationalError too
+        return DatabaseError(
+            f"{what}: PostgreSQL did not answer in time ({_first_line(exc)}); "
+            "try a narrower query, or check the server's load"
+        )
+    if isinstance(exc, psycopg.OperationalError):
+        return DatabaseError(
+            f"{what}: PostgreSQL is not reachable ({_first_line(exc)}); "
+            "check that the server runs and [database] dsn is right"
+        )
+    return DatabaseError(f"{what}: {_first_line(exc)}")
+
+
 @contextlib.contextmanager
-def mapped_errors(what: str) -> Iterator[None]:
-    """Translate psycopg's errors into DatabaseError at this edge."""
+def mapped_errors(what: str, pool: Callable[[], PoolState] | None = None) -> Iterator[None]:
+    """psycopg's errors leave this block as `database_error`s. `Database.connection()`,
+    `reading()` and `session()` wrap their whole block in it: callers never see psycopg's."""
     try:
         yield
-    except psycopg.errors.QueryCanceled as exc:  # an OperationalError too: test it first
-        raise DatabaseError(
-            f"{what}: PostgreSQL did not answer in time ({str(exc).strip().splitlines()[0]}); "
-            "try a narrower query, or check the server's load"
-        ) from exc
-    except psycopg.OperationalError as exc:
-        raise DatabaseError(
-            f"{what}: PostgreSQL is not reachable ({str(exc).strip().splitlines()[0]}); "
-            "check that the server runs and [database] dsn is right"
-        ) from exc
     except psycopg.Error as exc:
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise DatabaseError(f"{what}: {first}") from exc
+        raise database_error(exc, what, pool() if pool is not None else None) from exc
 
 
 def prepare_database(dsn: str) -> tuple[str, str]:
@@ -147,7 +184,12 @@ def _configure(conn: psycopg.Connection[Any]) -> None:
 
 
 def make_pool(
-    dsn: str, *, min_size: int = 1, max_size: int = 8, name: str = "code-rag"
+    dsn: str,
+    *,
+    min_size: int = 1,
+    max_size: int = 8,
+    name: str = "code-rag",
+    timeout: float = POOL_TIMEOUT_S,
 ) -> ConnectionPool:
     """A connection pool whose connections know the vector type. Open it before use."""
     return ConnectionPool(
@@ -159,7 +201,7 @@ def make_pool(
         configure=_configure,
         check=ConnectionPool.check_connection,
         kwargs={"connect_timeout": CONNECT_TIMEOUT_S},
-        timeout=POOL_TIMEOUT_S,
+        timeout=timeout,
         # A reconnection attempt gives up after this; the pool grows again on the next request,
         # so the server recovers by itself however long the database was away.
         reconnect_timeout=60,
@@ -169,11 +211,21 @@ def make_pool(
 class Database:
     """The database the settings point at: started (if embedded), checked, and pooled."""
 
-    def __init__(self, dsn: str, data_dir: Path, *, max_size: int = 8) -> None:
+    def __init__(
+        self,
+        dsn: str,
+        data_dir: Path,
+        *,
+        max_size: int = 8,
+        pool_timeout_s: float = POOL_TIMEOUT_S,
+    ) -> None:
         self.embedded = not dsn
         self.data_dir = data_dir
         self._configured_dsn = dsn
         self._max_size = max_size
+        self._pool_timeout_s = pool_timeout_s
+        self._checked_out = 0  # connections handed out now: tells a full pool from a dead server
+        self._count_lock = threading.Lock()
         self.dsn = ""
         self.info: ServerInfo | None = None
         self.pool: ConnectionPool | None = None
@@ -183,7 +235,7 @@ class Database:
         pg_version, vector_version = prepare_database(self.dsn)
         location = str(self.data_dir / PGDATA_DIR) if self.embedded else describe_dsn(self.dsn)
         self.info = ServerInfo(pg_version, vector_version, self.embedded, location)
-        self.pool = make_pool(self.dsn, max_size=self._max_size)
+        self.pool = make_pool(self.dsn, max_size=self._max_size, timeout=self._pool_timeout_s)
         with mapped_errors(f"connecting to {location}"):
             self.pool.open(wait=True, timeout=CONNECT_TIMEOUT_S * 3)
         return self
@@ -193,17 +245,45 @@ class Database:
             self.pool.close()
             self.pool = None
 
-    def connection(self) -> contextlib.AbstractContextManager[psycopg.Connection[Any]]:
+    @contextlib.contextmanager
+    def connection(self, what: str = "using the database") -> Iterator[psycopg.Connection[Any]]:
+        """A pooled connection. psycopg errors escaping the block (the pool being full, the
+        server gone, a failed statement) leave it as `DatabaseError`s that start with `what`;
+        inside the block they are still psycopg's, for code that handles one (a savepoint)."""
         if self.pool is None:
-            raise DatabaseError("the database is not open")
-        return self.pool.connection()
+            raise DatabaseError(f"{what}: the database is not open")
+        with mapped_errors(what, self._pool_state), self.pool.connection() as conn:
+            self._count(+1)
+            try:
+                yield conn
+            finally:
+                self._count(-1)
+
+    def _count(self, delta: int) -> None:
+        with self._count_lock:
+            self._checked_out += delta
+
+    def _pool_state(self) -> PoolState:
+        return PoolState(self._max_size, self._checked_out, self._pool_timeout_s)
 
     @contextlib.contextmanager
-    def reading(self, timeout_ms: int = READ_TIMEOUT_MS) -> Iterator[psycopg.Connection[Any]]:
+    def session(self, what: str) -> Iterator[psycopg.Connection[Any]]:
+        """A dedicated autocommit connection outside the pool, for session-level state such as
+        a sweep's advisory lock (closing it releases the lock, even if the process dies)."""
+        with (
+            mapped_errors(what),
+            psycopg.connect(self.dsn, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S) as conn,
+        ):
+            yield conn
+
+    @contextlib.contextmanager
+    def reading(
+        self, what: str = "reading the index", timeout_ms: int = READ_TIMEOUT_MS
+    ) -> Iterator[psycopg.Connection[Any]]:
         """A pooled connection for an interactive read: its statements give up after
         `timeout_ms` (for the transaction it runs in only), so a request never hangs on a
         stuck database. Sweeps use `connection()`: index builds may take minutes."""
-        with self.connection() as conn:
+        with self.connection(what) as conn:
             conn.execute(sql.SET_STATEMENT_TIMEOUT, {"ms": str(timeout_ms)})
             yield conn
 

@@ -14,12 +14,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-from indexer.errors import ConfigError, EmbeddingRefused, InvalidArgument, ModelMismatch
+from indexer import truncate
+from indexer.errors import EmbeddingRefused, InvalidArgument, ModelMismatch
 
 PROVIDER_LOCAL = "local"
 PROVIDER_OLLAMA = "ollama"
 PROVIDERS = (PROVIDER_LOCAL, PROVIDER_OLLAMA)
 DEFAULT_PROVIDER = PROVIDER_LOCAL
+DEFAULT_OLLAMA_HOST = "http://127.0.0.1:11434"
 
 # Prefixes some models were trained with (from their model cards). The key is the model's base
 # name: "nomic-embed-text:v1.5" and "library/nomic-embed-text" both match "nomic-embed-text".
@@ -125,10 +127,6 @@ class EmbedBatchResult:
     split_inputs: int = 0  # local: inputs embedded as several windows and averaged
     seconds: float = 0.0
 
-    @property
-    def ok(self) -> bool:
-        return not self.refused
-
     def require_all(self) -> list[list[float]]:
         """Every vector, or `EmbeddingRefused` naming the inputs that have none."""
         if self.refused:
@@ -164,7 +162,7 @@ class EmbedReport:
 
 @runtime_checkable
 class Embedder(Protocol):
-    """What the sweep and the search use; `make_embedder` builds one from config values."""
+    """What the sweep and the search use; `indexer.embedders.make_embedder` builds one."""
 
     @property
     def identity(self) -> EmbeddingModel:
@@ -269,8 +267,7 @@ def cut_to_bytes(text: str, max_bytes: int) -> str:
     data = text.encode("utf-8")
     if len(data) <= max_bytes:
         return text
-    head = data[: max(max_bytes, 0)].decode("utf-8", errors="ignore")
-    return _end_at_line(head)
+    return truncate.at_line(data[: max(max_bytes, 0)].decode("utf-8", errors="ignore"))
 
 
 def shorten(text: str, factor: float) -> str:
@@ -278,14 +275,7 @@ def shorten(text: str, factor: float) -> str:
     keep = int(len(text) * factor)
     if keep >= len(text):
         keep = len(text) - 1
-    return _end_at_line(text[: max(keep, 0)])
-
-
-def _end_at_line(head: str) -> str:
-    newline = head.rfind("\n")
-    if newline >= 0 and newline + 1 >= int(len(head) * 0.8):
-        return head[: newline + 1]
-    return head
+    return truncate.at_line(text[: max(keep, 0)])
 
 
 def pack_batches(sizes: Sequence[int], max_inputs: int, max_bytes: int) -> list[range]:
@@ -305,25 +295,3 @@ def pack_batches(sizes: Sequence[int], max_inputs: int, max_bytes: int) -> list[
     if start < len(sizes):
         batches.append(range(start, len(sizes)))
     return batches
-
-
-def make_embedder(
-    provider: str, model: str | None = None, host: str | None = None, **options: Any
-) -> Embedder:
-    """An embedder from config values: `provider` is "local" or "ollama"; `model` None means
-    the provider's default (the bundled all-MiniLM-L6-v2 directory for local,
-    nomic-embed-text:v1.5 for Ollama); `host` is used by Ollama only. `options` go to the
-    embedder's constructor (prefixes, batch sizes, byte budgets, timeouts)."""
-    name = (provider or DEFAULT_PROVIDER).strip().lower()
-    if name == PROVIDER_OLLAMA:
-        from indexer.embed_ollama import OllamaEmbedder
-
-        return OllamaEmbedder(model=model, host=host, **options)
-    if name == PROVIDER_LOCAL:
-        from indexer.embed_local import LocalEmbedder
-
-        return LocalEmbedder(model=model, **options)
-    raise ConfigError(
-        f"unknown embedding provider {provider!r}: set provider = local or provider = ollama "
-        "under [embedding] in application.ini"
-    )

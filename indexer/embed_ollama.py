@@ -24,6 +24,7 @@ import httpx
 import ollama
 
 from indexer.embed import (
+    DEFAULT_OLLAMA_HOST,
     PROVIDER_OLLAMA,
     EmbedBatchResult,
     EmbeddingModel,
@@ -48,7 +49,6 @@ from indexer.errors import (
 
 log = logging.getLogger("code_rag.embed.ollama")
 
-DEFAULT_OLLAMA_HOST = "http://127.0.0.1:11434"
 DEFAULT_OLLAMA_MODEL = "nomic-embed-text:v1.5"
 DEFAULT_BATCH_MAX_INPUTS = 32
 DEFAULT_BATCH_MAX_BYTES = 64 * 1024

@@ -197,18 +197,12 @@ SELECT DISTINCT ON (content_sha256) content_sha256, embedding
   FROM {schema}.rag_chunk
  WHERE content_sha256 = ANY(%(hashes)s) AND embedding IS NOT NULL
 """
-FILE_CHUNKS = """
-SELECT c.ordinal, c.start_line, c.end_line, c.symbol, c.kind, c.content, c.content_sha256
-  FROM {schema}.rag_chunk c
-  JOIN {schema}.rag_file f ON f.id = c.file_id
- WHERE f.repo = %(repo)s AND f.path = %(path)s
- ORDER BY c.ordinal
-"""
 
 # --- summaries ------------------------------------------------------------------------------
 
 PROJECT_COUNTS = """
-SELECT (SELECT count(*) FROM {schema}.rag_file WHERE sha256 <> '') AS files,
+SELECT %(name)s::text AS name,
+       (SELECT count(*) FROM {schema}.rag_file WHERE sha256 <> '') AS files,
        (SELECT count(*) FROM {schema}.rag_chunk) AS chunks,
        (SELECT count(*) FROM {schema}.rag_file WHERE error IS NOT NULL) AS failed_files,
        (SELECT max(finished_at) FROM {schema}.rag_sweep) AS last_sweep_at,
@@ -259,7 +253,8 @@ SELECT c.id, c.embedding <=> %(vector)s AS distance
 # How often each term occurs, from the planner's statistics of `tsv` (ANALYZE keeps the most
 # common ~1,000 lexemes with the share of rows holding each); `reltuples` is -1 before any ANALYZE.
 KEYWORD_TERM_STATS = """
-SELECT c.reltuples, s.most_common_elems::text::text[] AS terms, s.most_common_elem_freqs AS freqs
+SELECT c.reltuples AS rows, s.most_common_elems::text::text[] AS terms,
+       s.most_common_elem_freqs AS freqs
   FROM pg_class c
   JOIN pg_namespace n ON n.oid = c.relnamespace
   LEFT JOIN pg_stats s
@@ -349,6 +344,7 @@ SELECT c.id
  LIMIT 5
 """
 )
+# Rows as `store.StoredChunk`.
 CHUNKS_BY_ID = """
 SELECT c.id AS chunk_id, f.repo, f.path, c.start_line, c.end_line, c.symbol, c.kind,
        f.language, c.content

@@ -5,11 +5,11 @@ server knows (next scheduled sweep) is added by the server."""
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from datetime import datetime
 from typing import Any
 
 from chunkers import CHUNKER_VERSION
 from indexer import store
+from indexer.clock import iso
 from indexer.project import Project
 
 MAX_FAILURES = 20
@@ -44,6 +44,7 @@ class ProjectStatus:
     chunks: int = 0
     failed_files: int = 0
     repos: tuple[RepoStatus, ...] = ()
+    last_sweep_at: str | None = None  # when the last sweep that finished, finished
     last_sweep: SweepSummary | None = None
     sweep_running: bool = False
     failures: tuple[dict[str, Any], ...] = ()
@@ -58,18 +59,14 @@ class ProjectStatus:
         return data
 
 
-def _iso(value: datetime | None) -> str | None:
-    return value.isoformat(timespec="seconds") if value else None
-
-
 def _sweep_summary(record: store.SweepRecord) -> SweepSummary:
     report = record.report or {}
     seconds = None
     if record.finished_at is not None:
         seconds = round((record.finished_at - record.started_at).total_seconds(), 2)
     return SweepSummary(
-        started_at=_iso(record.started_at) or "",
-        finished_at=_iso(record.finished_at),
+        started_at=iso(record.started_at) or "",
+        finished_at=iso(record.finished_at),
         seconds=seconds,
         outcome=record.outcome,
         error=report.get("error"),
@@ -99,7 +96,7 @@ def project_status(conn: store.Conn, project: Project) -> ProjectStatus:
     )
     records = store.last_sweeps(conn, project.name, limit=1)
     failures = tuple(
-        {"repo": f.repo, "path": f.path, "error": f.error, "since": _iso(f.error_at)}
+        {"repo": f.repo, "path": f.path, "error": f.error, "since": iso(f.error_at)}
         for f in store.failures(conn, project.name, limit=MAX_FAILURES)
     )
     meta = store.all_meta(conn, project.name)
@@ -111,6 +108,7 @@ def project_status(conn: store.Conn, project: Project) -> ProjectStatus:
         chunks=summary.chunks,
         failed_files=summary.failed_files,
         repos=repos,
+        last_sweep_at=iso(summary.last_sweep_at),
         last_sweep=_sweep_summary(records[0]) if records else None,
         sweep_running=running,
         failures=failures,

@@ -10,13 +10,14 @@ project name before composing any SQL.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 import psycopg
 from psycopg import sql as pgsql
+from psycopg.rows import class_row
 from psycopg.types.json import Jsonb
 
 from indexer import sql
@@ -86,6 +87,36 @@ class FileFailure:
     path: str
     error: str
     error_at: datetime | None
+
+
+@dataclass(frozen=True, slots=True)
+class StoredChunk:
+    """A chunk as search and `get_chunk` read it back, with its file's repo, path, language."""
+
+    chunk_id: int
+    repo: str
+    path: str
+    start_line: int
+    end_line: int
+    symbol: str | None
+    kind: str
+    language: str | None
+    content: str
+
+
+@dataclass(frozen=True, slots=True)
+class TermStatsRow:
+    """The planner's statistics of the keyword column: rows, common terms and their shares."""
+
+    rows: float
+    terms: list[str] | None
+    freqs: list[float] | None
+
+
+def _rows(conn: Conn, cls: type[Any], query: Any, params: Any = None, **kw: Any) -> list[Any]:
+    """Every row of `query` as a `cls` (a dataclass whose fields are the selected columns)."""
+    with conn.cursor(row_factory=class_row(cls)) as cur:
+        return cur.execute(query, params, **kw).fetchall()
 
 
 def statement(text: str, project: str, **identifiers: Any) -> pgsql.Composed:
@@ -167,19 +198,16 @@ def drop_project(conn: Conn, project: str) -> None:
 def summary(conn: Conn, project: str) -> ProjectSummary:
     name = validate_project_name(project)
     _require_ours(conn, name)
-    row = conn.execute(statement(sql.PROJECT_COUNTS, name)).fetchone()
-    assert row is not None
-    return ProjectSummary(name, *row)
+    [found] = _rows(conn, ProjectSummary, statement(sql.PROJECT_COUNTS, name), {"name": name})
+    return found
 
 
 def repo_counts(conn: Conn, project: str) -> list[RepoCounts]:
-    rows = conn.execute(statement(sql.REPO_COUNTS, project)).fetchall()
-    return [RepoCounts(*row) for row in rows]
+    return _rows(conn, RepoCounts, statement(sql.REPO_COUNTS, project))
 
 
 def failures(conn: Conn, project: str, limit: int = 50) -> list[FileFailure]:
-    rows = conn.execute(statement(sql.FAILED_FILES, project), {"limit": limit}).fetchall()
-    return [FileFailure(*row) for row in rows]
+    return _rows(conn, FileFailure, statement(sql.FAILED_FILES, project), {"limit": limit})
 
 
 # --- meta -----------------------------------------------------------------------------------
@@ -263,8 +291,8 @@ def clear_project(conn: Conn, project: str) -> None:
 
 
 def file_states(conn: Conn, project: str) -> dict[tuple[str, str], FileState]:
-    rows = conn.execute(statement(sql.FILE_STATES, project)).fetchall()
-    return {(row[1], row[2]): FileState(*row) for row in rows}
+    states: list[FileState] = _rows(conn, FileState, statement(sql.FILE_STATES, project))
+    return {(s.repo, s.path): s for s in states}
 
 
 def upsert_file(conn: Conn, project: str, record: FileRecord, chunks: Sequence[ChunkRow]) -> int:
@@ -347,17 +375,82 @@ def cached_embeddings(conn: Conn, project: str, hashes: Sequence[str]) -> dict[s
     return {row[0]: row[1] for row in rows}
 
 
-def file_chunks(conn: Conn, project: str, repo: str, path: str) -> list[tuple[Any, ...]]:
-    return conn.execute(
-        statement(sql.FILE_CHUNKS, project), {"repo": repo, "path": path}
-    ).fetchall()
-
-
 def touch_file(conn: Conn, project: str, file_id: int, size: int, mtime_ns: int) -> None:
     """Record a new size/mtime for a file whose content hash did not change."""
     conn.execute(
         statement(sql.TOUCH_FILE, project), {"id": file_id, "size": size, "mtime_ns": mtime_ns}
     )
+
+
+# --- search --------------------------------------------------------------------------------
+
+
+def term_stats(conn: Conn, project: str) -> TermStatsRow:
+    """The planner's statistics of the keyword column (rows -1 before any ANALYZE)."""
+    found = _rows(conn, TermStatsRow, sql.KEYWORD_TERM_STATS, {"schema": project})
+    return found[0] if found else TermStatsRow(-1.0, None, None)
+
+
+def vector_candidates(
+    conn: Conn,
+    project: str,
+    vector: Any,
+    filters: Mapping[str, Any],
+    limit: int,
+    ef_search: int,
+) -> list[int]:
+    """Chunk ids nearest to `vector` (cosine, HNSW), best first. Call inside a transaction:
+    the `hnsw.*` settings made here last until it ends. Filtered searches scan on until enough
+    rows pass (pgvector >= 0.8's iterative scans), so a filter does not thin the list out."""
+    conn.execute(sql.SET_EF_SEARCH, {"ef": str(max(ef_search, limit))})
+    if any(filters.values()) and conn.execute(sql.PGVECTOR_HAS_ITERATIVE_SCAN).fetchone():
+        conn.execute(sql.SET_ITERATIVE_SCAN)
+    rows = conn.execute(
+        statement(sql.VECTOR_CANDIDATES, project), {**filters, "vector": vector, "limit": limit}
+    ).fetchall()
+    return [r[0] for r in rows]
+
+
+def keyword_candidates(
+    conn: Conn, project: str, params: Mapping[str, Any], terms: int | None
+) -> list[int]:
+    """Chunk ids by keyword rank, best first: the idf-weighted ranker over `terms` query
+    terms, or the plain OR ranker when `terms` is None. Never prepared: how many rows a
+    tsquery matches decides the plan (index or scan), and a generic plan scans whole tables."""
+    text = sql.KEYWORD_CANDIDATES if terms is None else sql.keyword_candidates_idf(terms)
+    rows = conn.execute(statement(text, project), params, prepare=False).fetchall()
+    return [r[0] for r in rows]
+
+
+def symbol_matches(conn: Conn, project: str, symbol: str, filters: Mapping[str, Any]) -> list[int]:
+    """Chunks named `symbol` (`Invoice.total` or its last part), shortest name first."""
+    rows = conn.execute(
+        statement(sql.SYMBOL_MATCHES, project), {**filters, "symbol": symbol}
+    ).fetchall()
+    return [r[0] for r in rows]
+
+
+def symbol_defined_in(
+    conn: Conn,
+    project: str,
+    term: str,
+    definition_re: str,
+    owner: str | None,
+    filters: Mapping[str, Any],
+) -> list[int]:
+    """Chunks holding `term` whose text matches `definition_re` (optionally inside `owner`)."""
+    params = {**filters, "term": term, "definition_re": definition_re, "owner": owner}
+    rows = conn.execute(statement(sql.SYMBOL_DEFINED_IN, project), params).fetchall()
+    return [r[0] for r in rows]
+
+
+def chunks_by_id(conn: Conn, project: str, ids: Sequence[int]) -> dict[int, StoredChunk]:
+    if not ids:
+        return {}
+    found: list[StoredChunk] = _rows(
+        conn, StoredChunk, statement(sql.CHUNKS_BY_ID, project), {"ids": list(ids)}
+    )
+    return {c.chunk_id: c for c in found}
 
 
 # --- sweeps ---------------------------------------------------------------------------------
@@ -411,5 +504,4 @@ def finish_sweep(
 
 
 def last_sweeps(conn: Conn, project: str, limit: int = 1) -> list[SweepRecord]:
-    rows = conn.execute(statement(sql.LAST_SWEEPS, project), {"limit": limit}).fetchall()
-    return [SweepRecord(*row) for row in rows]
+    return _rows(conn, SweepRecord, statement(sql.LAST_SWEEPS, project), {"limit": limit})

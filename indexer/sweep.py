@@ -21,17 +21,16 @@ import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime
 from typing import Any
 
 import numpy as np
 import psycopg
 
 from chunkers import CHUNKER_VERSION, Chunk, ChunkerConfig, chunk_file, embedding_text
-from indexer import lexical, store
-from indexer.db import CONNECT_TIMEOUT_S, Database, mapped_errors
+from indexer import clock, lexical, store
+from indexer.db import Database, database_error
 from indexer.embed import Embedder, EmbeddingModel, needs_reembed, reembed_warning
-from indexer.errors import DatabaseError, RagError, SweepRunning
+from indexer.errors import RagError, SweepRunning
 from indexer.project import Project
 from indexer.report import ProgressCallback, SweepProgress, SweepReport
 from indexer.walk import Candidate, Walker, WalkOptions
@@ -179,21 +178,18 @@ class _Sweep:
         self.index(todo)
         if bulk:
             t = time.perf_counter()
-            with mapped_errors(f"building the vector index of {self.name}"):
-                store.build_vector_index(self.conn, self.name)
-                self.conn.commit()
+            store.build_vector_index(self.conn, self.name)
+            self.conn.commit()
             report.add_time("build_index", time.perf_counter() - t)
         if bulk or report.chunks_written >= ANALYZE_AFTER_CHUNKS:
             t = time.perf_counter()
-            with mapped_errors(f"analyzing the index of {self.name}"):
-                store.analyze_chunks(self.conn, self.name)
-                self.conn.commit()
+            store.analyze_chunks(self.conn, self.name)
+            self.conn.commit()
             report.add_time("analyze", time.perf_counter() - t)
 
         t = time.perf_counter()
-        with mapped_errors(f"deleting removed files of {self.name}"):
-            report.files_deleted += removed_roots + store.delete_files(self.conn, self.name, gone)
-            self.conn.commit()
+        report.files_deleted += removed_roots + store.delete_files(self.conn, self.name, gone)
+        self.conn.commit()
         report.add_time("delete", time.perf_counter() - t)
 
     def index(self, todo: list[tuple[Candidate, store.FileState | None]]) -> None:
@@ -235,7 +231,7 @@ class _Sweep:
     ) -> None:
         try:
             size = self.options.files_per_commit
-            with self.db.connection() as conn:
+            with self.db.connection(f"reading the index of {self.name}") as conn:
                 for start in range(0, len(todo), size):
                     if stop.is_set():
                         return
@@ -248,8 +244,6 @@ class _Sweep:
                     out.put(_Batch(files, cached))
             out.put(_DONE)
         except BaseException as exc:  # handed to the main thread, which raises it
-            if isinstance(exc, psycopg.Error):
-                exc = DatabaseError(f"reading the index of {self.name}: {exc}")
             out.put(exc)
 
     def _prepare(self, cand: Candidate, state: store.FileState | None) -> _Prepared:
@@ -344,34 +338,33 @@ class _Sweep:
 
     def _write(self, batch: _Batch, vectors: dict[str, Any], refused: dict[str, str]) -> None:
         conn, report = self.conn, self.report
-        with mapped_errors(f"writing the index of {self.name}"):
-            for f in batch.files:
-                cand = f.candidate
-                if f.touch_id is not None:
-                    store.touch_file(conn, self.name, f.touch_id, cand.size, cand.mtime_ns)
-                    report.files_unchanged += 1
+        for f in batch.files:
+            cand = f.candidate
+            if f.touch_id is not None:
+                store.touch_file(conn, self.name, f.touch_id, cand.size, cand.mtime_ns)
+                report.files_unchanged += 1
+                continue
+            if f.skip is not None:
+                report.skipped[f.skip] = report.skipped.get(f.skip, 0) + 1
+                report.files_seen -= 1
+                if f.row_id is not None:
+                    report.files_deleted += store.delete_files(conn, self.name, [f.row_id])
+                continue
+            reason = f.error or next((refused[h] for h in f.hashes if h in refused), None)
+            if reason is None:
+                try:
+                    self._upsert(f, vectors)
+                    report.files_changed += 1
+                    report.chunks_written += len(f.chunks)
                     continue
-                if f.skip is not None:
-                    report.skipped[f.skip] = report.skipped.get(f.skip, 0) + 1
-                    report.files_seen -= 1
-                    if f.row_id is not None:
-                        report.files_deleted += store.delete_files(conn, self.name, [f.row_id])
-                    continue
-                reason = f.error or next((refused[h] for h in f.hashes if h in refused), None)
-                if reason is None:
-                    try:
-                        self._upsert(f, vectors)
-                        report.files_changed += 1
-                        report.chunks_written += len(f.chunks)
-                        continue
-                    except psycopg.OperationalError:
-                        raise
-                    except psycopg.Error as exc:
-                        reason = f"could not be stored: {str(exc).strip().splitlines()[0]}"
-                store.record_file_error(conn, self.name, cand.repo, cand.path, reason, f.language)
-                report.fail_file(cand.repo, cand.path, reason)
-                log.warning("%s/%s: %s", cand.repo, cand.path, reason)
-            conn.commit()
+                except psycopg.OperationalError:
+                    raise
+                except psycopg.Error as exc:
+                    reason = f"could not be stored: {str(exc).strip().splitlines()[0]}"
+            store.record_file_error(conn, self.name, cand.repo, cand.path, reason, f.language)
+            report.fail_file(cand.repo, cand.path, reason)
+            log.warning("%s/%s: %s", cand.repo, cand.path, reason)
+        conn.commit()
 
     def _upsert(self, f: _Prepared, vectors: dict[str, Any]) -> None:
         cand = f.candidate
@@ -395,10 +388,6 @@ class _Sweep:
             )
 
 
-def _now() -> str:
-    return datetime.now(UTC).isoformat(timespec="seconds")
-
-
 def sweep_project(
     db: Database,
     project: Project,
@@ -415,27 +404,22 @@ def sweep_project(
     and the `RagError` that stopped it when the whole sweep fails (embedder or database
     unreachable); per-file failures do not raise, they are in the report.
     """
-    report = SweepReport(project=project.name, started_at=_now(), full=full)
-    with _sweep_lock(db, project.name, wait), db.connection() as conn:
-        with mapped_errors(f"preparing the index of {project.name}"):
-            store.ensure_project(conn, project.name)
-            sweep_id = store.start_sweep(conn, project.name)
-            conn.commit()
+    report = SweepReport(project=project.name, started_at=clock.now_iso(), full=full)
+    what = f"sweeping {project.name}"
+    with _sweep_lock(db, project.name, wait), db.connection(what) as conn:
+        store.ensure_project(conn, project.name)
+        sweep_id = store.start_sweep(conn, project.name)
+        conn.commit()
         started = time.perf_counter()
         try:
             _Sweep(db, conn, project, embedder, options, report, progress).run(full)
-        except (RagError, psycopg.Error) as exc:
+        except BaseException as exc:
             _rollback(conn)
             report.outcome = "failed"
-            report.error = exc.message if isinstance(exc, RagError) else str(exc)
-            _finish(conn, project.name, sweep_id, report, started)
             if isinstance(exc, psycopg.Error):
-                raise DatabaseError(f"sweep of {project.name} failed: {exc}") from exc
-            raise
-        except BaseException:
-            _rollback(conn)
-            report.outcome = "failed"
-            report.error = "interrupted"
+                report.error = database_error(exc, what).message
+            else:
+                report.error = exc.message if isinstance(exc, RagError) else "interrupted"
             _finish(conn, project.name, sweep_id, report, started)
             raise
         report.outcome = "partial" if report.files_failed else "ok"
@@ -464,7 +448,7 @@ def _rollback(conn: store.Conn) -> None:
 def _finish(
     conn: store.Conn, name: str, sweep_id: int, report: SweepReport, started: float
 ) -> None:
-    report.finished_at = _now()
+    report.finished_at = clock.now_iso()
     report.add_time("total", time.perf_counter() - started)
     try:
         store.finish_sweep(conn, name, sweep_id, report.outcome, report.to_dict())
@@ -476,12 +460,8 @@ def _finish(
 @contextlib.contextmanager
 def _sweep_lock(db: Database, name: str, wait: bool) -> Iterator[None]:
     """Hold the project's sweep lock on a dedicated autocommit connection for the sweep."""
-    with mapped_errors(f"locking {name} for a sweep"):
-        conn = psycopg.connect(db.dsn, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S)
-    with conn:
-        with mapped_errors(f"locking {name} for a sweep"):
-            locked = store.try_sweep_lock(conn, name, wait=wait)
-        if not locked:
+    with db.session(f"locking {name} for a sweep") as conn:
+        if not store.try_sweep_lock(conn, name, wait=wait):
             raise SweepRunning(
                 f"a sweep of {name} is already running; it will pick up every change, "
                 "or wait for it and run this again"

@@ -17,6 +17,7 @@ import anyio
 
 from indexer.errors import RagError
 from rag_server import jsonrpc
+from rag_server.config import ALL_PROJECTS
 from rag_server.jsonrpc import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
@@ -26,7 +27,7 @@ from rag_server.jsonrpc import (
     RpcError,
 )
 from rag_server.mcp import Reply
-from rag_server.service import ALL_PROJECTS, Service
+from rag_server.service import Service
 
 log = logging.getLogger("code_rag.admin")
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -18,7 +19,7 @@ import typer
 
 from indexer import store
 from indexer.db import Database
-from indexer.errors import ProjectNotFound, RagError
+from indexer.errors import RagError
 from indexer.project import Project
 from indexer.search import search_code
 from indexer.status import project_status
@@ -32,6 +33,7 @@ from rag_server.config import (
     load_settings,
     make_settings_embedder,
     mcp_url,
+    select_projects,
     sweep_options,
     write_initial_config,
 )
@@ -88,7 +90,7 @@ def db_status(config: ConfigOption = None) -> None:
     """
     with user_errors():
         settings = settings_from(config)
-        with open_database(settings) as db, db.connection() as conn:
+        with open_database(settings) as db, db.connection("reading the project schemas") as conn:
             assert db.info is not None
             kind = "embedded" if db.info.embedded else "external"
             typer.echo(f"PostgreSQL {db.info.postgres_version} ({kind}, {db.info.location})")
@@ -106,21 +108,8 @@ def db_status(config: ConfigOption = None) -> None:
 
 # --- operator commands ---------------------------------------------------------------------
 
-EXIT_ERROR = 1
 EXIT_FILES_FAILED = 3
 EXIT_DROP_REFUSED = 4
-
-
-def select_projects(settings: Settings, target: str) -> list[Project]:
-    if target == "all":
-        return list(settings.projects.values())
-    if target not in settings.projects:
-        known = ", ".join(sorted(settings.projects)) or "none yet"
-        raise ProjectNotFound(
-            f"no project {target!r} in {settings.projects_path} (configured: {known}); "
-            "add it there, or use `all`"
-        )
-    return [settings.projects[target]]
 
 
 @app.command()
@@ -157,7 +146,7 @@ def scan(
             return
         code = 0
         with open_database(settings) as db:
-            with db.connection() as conn:
+            with db.connection("reconciling the projects") as conn:
                 if not reconcile(conn, settings, yes):
                     code = EXIT_DROP_REFUSED
             embedder = make_settings_embedder(settings)
@@ -232,7 +221,7 @@ def status(
             statuses = [result] if one else result.get("projects", [])
         else:
             projects = select_projects(settings, project or "all")
-            with open_database(settings) as db, db.connection() as conn:
+            with open_database(settings) as db, db.reading("reading the status") as conn:
                 statuses = [project_status(conn, p).to_dict() for p in projects]
         if as_json:
             typer.echo(json.dumps({"projects": statuses}, indent=2))
@@ -283,9 +272,9 @@ def search(
         [target] = select_projects(settings, project)
         embedder = make_settings_embedder(settings)
         try:
-            with open_database(settings) as db, db.connection() as conn:
+            with open_database(settings) as db:
                 hits = search_code(
-                    conn,
+                    db,
                     target,
                     embedder,
                     query,
@@ -357,8 +346,6 @@ def check() -> None:
 
 
 def _server_logging() -> None:
-    import logging
-
     logging.basicConfig(
         level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
@@ -477,6 +464,9 @@ def up(
 
 
 def main() -> None:
+    # The pool narrates connections it discards (a server that went away); the command's own
+    # `error:` line says what happened and what to do.
+    logging.getLogger("psycopg.pool").setLevel(logging.ERROR)
     app(prog_name="bld")
 
 

@@ -17,12 +17,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from indexer.errors import ConfigError
+from indexer.embed import DEFAULT_OLLAMA_HOST, DEFAULT_PROVIDER, PROVIDERS
+from indexer.errors import ConfigError, ProjectNotFound
 from indexer.project import Project, Root, project_name_problem
+from indexer.search import DEFAULT_EF_SEARCH
+from indexer.sweep import DEFAULT_FILES_PER_COMMIT, SweepOptions
+from indexer.walk import DEFAULT_MAX_FILE_BYTES, WalkOptions
 
 if TYPE_CHECKING:
     from indexer.embed import Embedder
-    from indexer.sweep import SweepOptions
 
 CONFIG_ENV = "CODE_RAG_CONFIG"
 TOKEN_ENV = "CODE_RAG_TOKEN"
@@ -31,13 +34,7 @@ DSN_ENV = "CODE_RAG_DSN"
 DEFAULT_CONFIG_NAME = "application.ini"
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 17080
-DEFAULT_PROVIDER = "local"
-PROVIDERS = ("local", "ollama")
-DEFAULT_OLLAMA_HOST = "http://127.0.0.1:11434"
 DEFAULT_SWEEP_INTERVAL_MINUTES = 10
-DEFAULT_FILES_PER_COMMIT = 50
-DEFAULT_MAX_FILE_BYTES = 1_000_000
-DEFAULT_EF_SEARCH = 400
 DEFAULT_DATA = ".data"
 DEFAULT_PROJECTS = "rag-projects.json"
 TOKEN_FILE = "token"
@@ -350,7 +347,6 @@ def load_settings(config_path: Path | None = None, *, create_token: bool = True)
 
 CHECKOUT = Path(__file__).resolve().parent.parent
 INI_EXAMPLE = CHECKOUT / "application.ini.example"
-PROJECTS_EXAMPLE = CHECKOUT / "rag-projects.json.example"
 DEMO_PROJECT = "code_rag"
 DEMO_INCLUDE = ["README.md", "docs/**", "chunkers/*.py", "indexer/**", "rag_server/**"]
 
@@ -411,9 +407,26 @@ def mcp_url(settings: Settings, project: str) -> str:
     return server_url(settings, f"{MCP_PATH}/{project}")
 
 
+ALL_PROJECTS = "all"
+
+
+def select_projects(settings: Settings, target: str) -> list[Project]:
+    """One configured project by name, or every one for "all" (the CLI's and the admin
+    endpoint's spelling alike)."""
+    if target == ALL_PROJECTS:
+        return list(settings.projects.values())
+    if target not in settings.projects:
+        known = ", ".join(sorted(settings.projects)) or "none yet"
+        raise ProjectNotFound(
+            f"unknown project {target!r}: {settings.projects_path} configures {known}; "
+            f"add it there, or use `{ALL_PROJECTS}`"
+        )
+    return [settings.projects[target]]
+
+
 def make_settings_embedder(settings: Settings) -> Embedder:
     """The embedder the settings ask for (not yet loaded or contacted)."""
-    from indexer.embed import make_embedder
+    from indexer.embedders import make_embedder
 
     emb = settings.embedding
     return make_embedder(emb.provider, emb.model or None, emb.host)
@@ -421,9 +434,6 @@ def make_settings_embedder(settings: Settings) -> Embedder:
 
 def sweep_options(settings: Settings) -> SweepOptions:
     """`SweepOptions` from the [indexer] section."""
-    from indexer.sweep import SweepOptions
-    from indexer.walk import WalkOptions
-
     return SweepOptions(
         files_per_commit=settings.indexer.files_per_commit,
         walk=WalkOptions(max_file_bytes=settings.indexer.max_file_bytes),

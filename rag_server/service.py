@@ -15,32 +15,24 @@ import uuid
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, replace
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from indexer import store
-from indexer.db import Database, mapped_errors
+from indexer.clock import iso, now
+from indexer.db import Database
 from indexer.embed import Embedder
-from indexer.errors import InvalidArgument, ProjectNotFound, RagError, SweepRunning
+from indexer.errors import ProjectNotFound, RagError, SweepRunning
 from indexer.project import Project
-from indexer.status import project_status
+from indexer.status import ProjectStatus, project_status
 from indexer.sweep import sweep_project
-from rag_server.config import Settings, sweep_options
+from rag_server.config import Settings, select_projects, sweep_options
 
 log = logging.getLogger("code_rag.service")
 
-ALL_PROJECTS = "all"
 BACKGROUND_SWEEPS = 2  # admin-started sweeps running at once (each holds one connection)
 
 Trigger = str  # "startup" | "schedule" | "admin" | "cli"
-
-
-def now() -> datetime:
-    return datetime.now(UTC)
-
-
-def iso(moment: datetime | None) -> str | None:
-    return None if moment is None else moment.isoformat(timespec="seconds")
 
 
 @dataclass(frozen=True)
@@ -120,12 +112,7 @@ class Service:
 
     def select(self, name: str) -> list[Project]:
         """One project, or every project for "all" (the admin endpoint's spelling)."""
-        if name == ALL_PROJECTS:
-            return list(self.projects.values())
-        if name not in self.projects:
-            known = ", ".join(sorted(self.projects)) or "none configured"
-            raise InvalidArgument(f'unknown project {name!r}: use one of {known}, or "all"')
-        return [self.projects[name]]
+        return select_projects(self.settings, name)
 
     # --- sweeps -------------------------------------------------------------------------------
 
@@ -232,17 +219,21 @@ class Service:
 
     def never_swept(self, name: str) -> bool:
         """True when the project has no schema yet or no finished sweep."""
-        with mapped_errors(f"reading the index of {name}"), self.db.reading() as conn:
+        with self.db.reading(f"reading the index of {name}") as conn:
             if not store.project_exists(conn, name):
                 return True
             return store.summary(conn, name).last_sweep_at is None
 
+    def index_status(self, name: str) -> ProjectStatus:
+        """What the database knows of one project (see `indexer.status`)."""
+        project = self.project(name)
+        with self.db.reading(f"reading the status of {name}") as conn:
+            return project_status(conn, project)
+
     def status(self, name: str) -> dict[str, Any]:
         """What `./bld status` shows for one project, plus what only the server knows:
         whether a sweep runs now, how the last one of this process ended, the next one."""
-        project = self.project(name)
-        with mapped_errors(f"reading the status of {name}"), self.db.reading() as conn:
-            data: dict[str, Any] = project_status(conn, project).to_dict()
+        data = self.index_status(name).to_dict()
         active = self.active_run(name)
         last = self.last_run(name)
         running_here = active is not None and active.started_at is not None

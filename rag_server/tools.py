@@ -19,19 +19,20 @@ from typing import Any
 
 import anyio
 
-from indexer import store
-from indexer.db import mapped_errors
+from indexer import truncate
 from indexer.errors import InvalidArgument, RagError
 from indexer.project import Project
-from indexer.search import get_chunk, search_code
+from indexer.search import (
+    DEFAULT_TOP_K,
+    MAX_CONTEXT_LINES,
+    MAX_TOP_K,
+    SNIPPET_CHARS,
+    get_chunk,
+    search_code,
+)
 from rag_server.mcp import STRUCTURED_OUTPUT_SINCE, version_at_least
-from rag_server.service import Service, iso
+from rag_server.service import Service
 
-MAX_TOP_K = 50
-DEFAULT_TOP_K = 10
-MAX_CONTEXT_LINES = 200
-MAX_SNIPPET_CHARS = 1_200
-MAX_CHUNK_CHARS = 24_000
 MAX_RESULT_CHARS = 32_000  # the whole JSON of one result (~8k tokens of code)
 
 Handler = Callable[[Service, Project, Mapping[str, Any]], dict[str, Any]]
@@ -237,29 +238,17 @@ def check_arguments(tool: str, schema: Mapping[str, Any], args: Mapping[str, Any
 # --- handlers -----------------------------------------------------------------------------------
 
 
-def cut(text: str, limit: int) -> str:
-    """`text` within `limit` characters, cut at a line break when one is near, marked "…"."""
-    if len(text) <= limit:
-        return text
-    head = text[:limit]
-    newline = head.rfind("\n")
-    if newline >= limit * 0.7:
-        head = head[: newline + 1]
-    return head + "…"
-
-
 def _fits(payload: Mapping[str, Any]) -> bool:
     return len(json.dumps(payload, ensure_ascii=False)) <= MAX_RESULT_CHARS
 
 
 def bound_hits(query: str, hits: list[dict[str, Any]]) -> dict[str, Any]:
     """The search result within MAX_RESULT_CHARS: snippets shortened first, then hits dropped."""
-    limit = MAX_SNIPPET_CHARS
-    shaped = [{**h, "snippet": cut(str(h.get("snippet") or ""), limit)} for h in hits]
-    result: dict[str, Any] = {"query": query, "hits": shaped, "truncated": False}
+    limit = SNIPPET_CHARS
+    result: dict[str, Any] = {"query": query, "hits": hits, "truncated": False}
     while not _fits(result) and limit > 200:
         limit //= 2
-        result["hits"] = [{**h, "snippet": cut(str(h["snippet"]), limit)} for h in shaped]
+        result["hits"] = [{**h, "snippet": truncate.cut(str(h["snippet"]), limit)} for h in hits]
         result["truncated"] = True
     while not _fits(result) and result["hits"]:
         result["hits"] = result["hits"][:-1]
@@ -274,18 +263,17 @@ def bound_hits(query: str, hits: list[dict[str, Any]]) -> dict[str, Any]:
 
 def search_handler(service: Service, project: Project, args: Mapping[str, Any]) -> dict[str, Any]:
     query = str(args["query"])
-    with mapped_errors(f"searching {project.name}"), service.db.reading() as conn:
-        hits = search_code(
-            conn,
-            project,
-            service.embedder,
-            query,
-            top_k=int(args.get("top_k") or DEFAULT_TOP_K),
-            repo=args.get("repo") or None,
-            language=args.get("language") or None,
-            path_glob=args.get("path_glob") or None,
-            ef_search=service.settings.search.ef_search,
-        )
+    hits = search_code(
+        service.db,
+        project,
+        service.embedder,
+        query,
+        top_k=int(args.get("top_k") or DEFAULT_TOP_K),
+        repo=args.get("repo") or None,
+        language=args.get("language") or None,
+        path_glob=args.get("path_glob") or None,
+        ef_search=service.settings.search.ef_search,
+    )
     result = bound_hits(query.strip(), [_finite(hit.to_dict()) for hit in hits])
     if not hits:
         result["note"] = (
@@ -305,45 +293,22 @@ def _finite(hit: dict[str, Any]) -> dict[str, Any]:
 def get_chunk_handler(
     service: Service, project: Project, args: Mapping[str, Any]
 ) -> dict[str, Any]:
-    chunk_id = args["chunk_id"]
     context = int(args.get("context_lines") or 0)
-    with mapped_errors(f"reading a chunk of {project.name}"), service.db.reading() as conn:
-        view = get_chunk(conn, project, chunk_id, context_lines=context)
-    data = dict(view.to_dict())
-    truncated = False
-    for key, value in list(data.items()):
-        if isinstance(value, str) and len(value) > MAX_CHUNK_CHARS:
-            data[key] = cut(value, MAX_CHUNK_CHARS)
-            truncated = True
-    data["truncated"] = truncated
-    return data
+    return get_chunk(service.db, project, args["chunk_id"], context_lines=context).to_dict()
 
 
 def list_repos_handler(
     service: Service, project: Project, args: Mapping[str, Any]
 ) -> dict[str, Any]:
-    counts: dict[str, store.RepoCounts] = {}
-    last_sweep = None
-    indexed = False
-    with mapped_errors(f"reading the index of {project.name}"), service.db.reading() as conn:
-        if store.project_exists(conn, project.name):
-            indexed = True
-            counts = {c.repo: c for c in store.repo_counts(conn, project.name)}
-            last_sweep = store.summary(conn, project.name).last_sweep_at
-    repos = [
-        {
-            "repo": root.name,
-            "root": str(root.path),
-            "files": counts[root.name].files if root.name in counts else 0,
-            "chunks": counts[root.name].chunks if root.name in counts else 0,
-        }
-        for root in project.roots
-    ]
+    status = service.index_status(project.name)
     return {
         "project": project.name,
-        "indexed": indexed,
-        "last_sweep_at": iso(last_sweep),
-        "repos": repos,
+        "indexed": status.indexed,
+        "last_sweep_at": status.last_sweep_at,
+        "repos": [
+            {"repo": r.repo, "root": r.path, "files": r.files, "chunks": r.chunks}
+            for r in status.repos
+        ],
     }
 
 

@@ -116,7 +116,7 @@ def test_reindex_returns_at_once_and_the_sweep_runs_in_the_background(
     ("method", "params", "code", "words"),
     [
         ("reindex", {}, -32602, '"all"'),
-        ("reindex", {"project": "nope"}, -32602, "use one of"),
+        ("reindex", {"project": "nope"}, -32602, "unknown project 'nope'"),
         ("reindex", {"project": "all", "full": "yes"}, -32602, "full"),
         ("reindex", {"project": "all", "colour": 1}, -32602, "colour"),
         ("status", {"project": "nope"}, -32602, "unknown project"),

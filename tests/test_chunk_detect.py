@@ -6,7 +6,7 @@ import pytest
 
 from chunkers import detect_language, is_binary
 from chunkers.detect import KNOWN_LANGUAGES
-from chunkers.grammars import symbol_languages
+from chunkers.grammars import has_symbols, query_for
 
 SYMBOL_LANGUAGES = {
     "java", "groovy", "javascript", "typescript", "tsx", "kotlin", "scala", "csharp", "swift",
@@ -154,7 +154,9 @@ def test_at_least_fifty_languages_are_known() -> None:
 
 
 def test_every_listed_language_has_symbol_rules() -> None:
-    assert set(symbol_languages()) >= SYMBOL_LANGUAGES
+    for language in SYMBOL_LANGUAGES:
+        assert has_symbols(language), language
+        assert query_for(language).pattern_count > 0, language
 
 
 @pytest.mark.parametrize(

@@ -108,7 +108,7 @@ def test_known_errors_are_one_line_without_traceback(workspace: Path) -> None:
     result = bld(workspace, "scan", "nosuch")
     assert result.returncode == 1
     assert result.stderr.strip().splitlines() == [
-        f"error: no project 'nosuch' in {workspace / 'rag-projects.json'} (configured: shop); "
+        f"error: unknown project 'nosuch': {workspace / 'rag-projects.json'} configures shop; "
         "add it there, or use `all`"
     ]
     result = bld(workspace, "status", "--server")

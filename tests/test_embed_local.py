@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from indexer.embed import EmbeddingModel, make_embedder
+from indexer.embed import EmbeddingModel
 from indexer.embed_local import DEFAULT_LOCAL_MODEL, LocalEmbedder, resolve_model_dir
+from indexer.embedders import make_embedder
 from indexer.errors import InvalidArgument, ModelNotFound
 
 SNIPPETS = {

@@ -18,8 +18,9 @@ from ollama_standin import (
     unreachable_url,
 )
 
-from indexer.embed import EmbeddingModel, make_embedder, utf8_len
+from indexer.embed import EmbeddingModel, utf8_len
 from indexer.embed_ollama import OllamaEmbedder
+from indexer.embedders import make_embedder
 from indexer.errors import EmbedderError, EmbedderUnavailable, EmbeddingRefused, ModelNotFound
 
 DOC = "search_document: "

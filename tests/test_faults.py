@@ -24,6 +24,7 @@ import pytest
 
 pytest.register_assert_rewrite("server_fixtures")
 
+from index_rows import file_chunks  # noqa: E402
 from ollama_standin import OllamaStandin  # noqa: E402
 from server_fixtures import (  # noqa: E402
     SHOP_FILES,
@@ -37,7 +38,8 @@ from server_fixtures import (  # noqa: E402
 
 from indexer import store  # noqa: E402
 from indexer.db import Database  # noqa: E402
-from indexer.embed import Embedder, make_embedder  # noqa: E402
+from indexer.embed import Embedder  # noqa: E402
+from indexer.embedders import make_embedder  # noqa: E402
 from indexer.errors import DatabaseError  # noqa: E402
 from indexer.project import Project, Root  # noqa: E402
 from indexer.sweep import SweepOptions, sweep_project  # noqa: E402
@@ -246,7 +248,7 @@ def test_database_stopped_in_the_middle_of_a_sweep_leaves_nothing_half_written(
                 with db.connection() as conn:
                     states = store.file_states(conn, project.name)
                     for (repo, path), state in states.items():
-                        chunks = store.file_chunks(conn, project.name, repo, path)
+                        chunks = file_chunks(conn, project.name, repo, path)
                         assert len(chunks) == state.chunk_count > 0, path
                     return {path: s.chunk_count for (_r, path), s in states.items()} or {"": 0}
             except (psycopg.OperationalError, DatabaseError):

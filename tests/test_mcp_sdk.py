@@ -16,6 +16,9 @@ import httpx2
 import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import MCPError
+
+from rag_server.jsonrpc import FORBIDDEN
 
 if TYPE_CHECKING:
     from server_fixtures import Served
@@ -98,4 +101,16 @@ def test_sdk_client_with_a_wrong_token_fails_fast(shop: Served) -> None:
 
     with pytest.raises(BaseException) as caught:
         anyio.run(attempt)
-    assert "TimeoutError" not in type(caught.value).__name__
+    # The SDK surfaces the JSON-RPC error of our 403 body: the refusal itself, not a time-out
+    # or a transport failure.
+    refusals = [e for e in leaves(caught.value) if isinstance(e, MCPError)]
+    assert refusals, f"no MCPError in {caught.value!r}"
+    assert refusals[0].error.code == FORBIDDEN
+    assert "Missing or wrong token" in refusals[0].error.message
+
+
+def leaves(exc: BaseException) -> list[BaseException]:
+    """The exceptions inside (nested) exception groups."""
+    if isinstance(exc, BaseExceptionGroup):
+        return [leaf for inner in exc.exceptions for leaf in leaves(inner)]
+    return [exc]

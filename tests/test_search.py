@@ -14,9 +14,11 @@ import psycopg
 import pytest
 
 from indexer import lexical, search, sql, store
-from indexer.embed import EmbedBatchResult, EmbeddingModel, make_embedder
+from indexer.embed import EmbedBatchResult, EmbeddingModel
+from indexer.embedders import make_embedder
 from indexer.project import Project, Root
-from indexer.search import Candidates, Ranking, fuse, keyword_plan, search_code
+from indexer.ranking import Candidates, Ranking, TermStats, fuse, keyword_plan, term_stats
+from indexer.search import search_code
 from indexer.sweep import SweepOptions, sweep_project
 from tests.ollama_standin import OllamaStandin, ollama_standin
 
@@ -105,7 +107,7 @@ def test_identifier_spellings_meet_in_keyword_search(
     write(root, "other.py", "def list_orders(customer):\n    return []\n")
     project, embedder = swept(database, project_name, root, ollama_standin)
     for query in ("get user by id", "getUserById", "get_user_by_id", "get-user-by-id"):
-        hits = search_code(conn, project, embedder, query, mode="keyword", top_k=5)
+        hits = search_code(database, project, embedder, query, mode="keyword", top_k=5)
         assert {h.path for h in hits} == {"users.py", "accounts.py", "routes.sh"}, query
 
 
@@ -128,12 +130,12 @@ def test_exact_symbol_query_finds_its_definition_first(
     write(root, "text.py", "def slugify(s):\n    return s\n\n\ndef titlecase(s):\n    return s\n")
     project, embedder = swept(database, project_name, root, ollama_standin)
     for mode in ("hybrid", "keyword", "vector"):
-        hits = search_code(conn, project, embedder, "retry_with_backoff", mode=mode)
+        hits = search_code(database, project, embedder, "retry_with_backoff", mode=mode)
         assert (hits[0].path, hits[0].symbol) == ("net/retry.py", "retry_with_backoff"), mode
-    hits = search_code(conn, project, embedder, "Invoice.total")
+    hits = search_code(database, project, embedder, "Invoice.total")
     assert (hits[0].path, hits[0].symbol) == ("billing.py", "Invoice")
     assert hits[0].start_line <= 2 <= hits[0].end_line
-    hits = search_code(conn, project, embedder, "titlecase")
+    hits = search_code(database, project, embedder, "titlecase")
     assert hits[0].path == "text.py" and hits[0].start_line <= 5 <= hits[0].end_line
 
 
@@ -151,17 +153,20 @@ def test_a_filter_matching_one_percent_of_rows_still_returns_top_k(
     conn.execute("SET enable_seqscan = off")
     conn.execute("SET enable_sort = off")
     try:
-        hits = search_code(
-            conn,
-            project,
-            embedder,
-            "value",
-            mode="vector",
-            top_k=10,
-            path_glob="special/**",
-            ef_search=40,
-        )
-        assert len(hits) == 10 and all(h.path.startswith("special/") for h in hits)
+        filters = {"repo": None, "language": None, "path_re": search.glob_to_regex("special/**")}
+        with conn.transaction():
+            found = search.gather_candidates(
+                conn,
+                project.name,
+                embedder.query_vector,
+                "value",
+                filters,
+                ef_search=40,
+                ranking=Ranking(vector_depth=10),
+                keyword=False,
+            )
+            paths = [c.path for c in store.chunks_by_id(conn, project.name, found.vector).values()]
+        assert len(found.vector) == 10 and all(p.startswith("special/") for p in paths)
         # Control: the same index scan without iterative scans loses most of them.
         with conn.transaction():
             conn.execute(sql.SET_EF_SEARCH, {"ef": "40"})
@@ -183,7 +188,7 @@ def test_a_filter_matching_one_percent_of_rows_still_returns_top_k(
 
 
 def test_overlapping_chunks_of_one_file_collapse_into_the_best(
-    conn: Conn, project_name: str
+    database: Any, conn: Conn, project_name: str
 ) -> None:
     # Line windows overlap by design; one region of a file is one hit, other regions stay.
     rng = np.random.default_rng(3)
@@ -198,14 +203,14 @@ def test_overlapping_chunks_of_one_file_collapse_into_the_best(
     }
     project = stored_project(conn, project_name, files)
     for mode in ("hybrid", "keyword", "vector"):
-        hits = search_code(conn, project, FixedEmbedder(q), "tax rate", mode=mode, top_k=10)
+        hits = search_code(database, project, FixedEmbedder(q), "tax rate", mode=mode, top_k=10)
         big = sorted((h.start_line, h.end_line) for h in hits if h.path == "big.py")
         assert big in ([(1, 60), (200, 230)], [(51, 110), (200, 230)]), mode
         assert len(hits) == 3, mode
 
 
 def test_keyword_side_matches_only_rare_terms_and_ranks_a_bounded_set(
-    conn: Conn, project_name: str
+    database: Any, conn: Conn, project_name: str
 ) -> None:
     # 600 chunks all hold "value" and "data"; 5 hold "checksum". With a budget of 100 rows the
     # match is decided by "checksum" alone; a query of only common words still answers, ranking
@@ -217,17 +222,21 @@ def test_keyword_side_matches_only_rare_terms_and_ranks_a_bounded_set(
     }
     project = stored_project(conn, project_name, files)
     ranking = Ranking(match_rows=100, max_ranked=50)
-    stats = search.term_stats(conn, project_name, fresh=True)
+    stats = term_stats(conn, project_name, fresh=True)
     assert stats.known and stats.shares["value"] == pytest.approx(1.0)
     plan = keyword_plan(["value", "data", "checksum"], stats, ranking)
     assert plan.match_terms == ("checksum",)
     assert plan.idfs[2] > plan.idfs[0]
-    hits = search_code(conn, project, None, "value data checksum", mode="keyword", ranking=ranking)
+    hits = search_code(
+        database, project, None, "value data checksum", mode="keyword", ranking=ranking
+    )
     assert {h.path for h in hits} == {f"m{i}.py" for i in range(5)}
 
     common = keyword_plan(["value", "data"], stats, ranking)
     assert len(common.match_terms) == 1  # the rarest term always matches, alone
-    hits = search_code(conn, project, None, "value data", mode="keyword", ranking=ranking, top_k=10)
+    hits = search_code(
+        database, project, None, "value data", mode="keyword", ranking=ranking, top_k=10
+    )
     assert len(hits) == 10
     # The plan: however many rows match, the rows ranked stop at max_ranked.
     plan_json = conn.execute(
@@ -262,7 +271,7 @@ def _subquery_rows(node: dict[str, Any]) -> int:
 
 
 def test_keyword_plan_without_statistics_matches_every_term() -> None:
-    plan = keyword_plan(["a1", "b2"], search.TermStats(-1.0, {}, 0.0), Ranking())
+    plan = keyword_plan(["a1", "b2"], TermStats(-1.0, {}, 0.0), Ranking())
     assert plan.match_terms == ("a1", "b2") and plan.idfs == (1.0, 1.0)
 
 

@@ -6,6 +6,7 @@ from typing import Any
 
 import psycopg
 import pytest
+from index_rows import file_chunks
 from psycopg.conninfo import make_conninfo
 
 from indexer import sql, store
@@ -37,7 +38,7 @@ def record(path: str = "src/a.py", sha: str = "s1") -> FileRecord:
 
 
 def chunk_rows(conn: Conn, project: str) -> list[tuple[Any, ...]]:
-    return store.file_chunks(conn, project, "app", "src/a.py")
+    return file_chunks(conn, project, "app", "src/a.py")
 
 
 def test_schema_creation_is_idempotent(conn: Conn, project_name: str) -> None:

@@ -12,11 +12,12 @@ from typing import Any
 
 import psycopg
 import pytest
+from index_rows import file_chunks
 from ollama_standin import OllamaStandin, StandinModel, ollama_standin, unreachable_url
 
 from indexer import store
 from indexer.db import Database
-from indexer.embed import make_embedder
+from indexer.embedders import make_embedder
 from indexer.errors import EmbedderUnavailable, ModelMismatch, SweepRunning
 from indexer.project import Project, Root
 from indexer.report import SweepReport
@@ -60,7 +61,7 @@ def files_and_chunks(conn: Conn, project: str) -> dict[str, list[tuple[int, int,
     conn.rollback()
     out: dict[str, list[tuple[int, int, str | None]]] = {}
     for (repo, path), _state in sorted(store.file_states(conn, project).items()):
-        rows = store.file_chunks(conn, project, repo, path)
+        rows = file_chunks(conn, project, repo, path)
         out[f"{repo}/{path}"] = [(r[1], r[2], r[3]) for r in rows]
     conn.rollback()
     return out
@@ -266,13 +267,13 @@ def test_model_change_reembeds_everything_never_mixing(
     with OllamaStandin(models=[StandinModel(name="mxbai-embed-large", dimension=1024)]) as other:
         big = make_embedder("ollama", "mxbai-embed-large", other.url)
         with pytest.raises(ModelMismatch, match=r"run `./bld scan .* --full`"):
-            search_code(conn, project, big, "invoice total")
+            search_code(database, project, big, "invoice total")
         conn.rollback()
         report = sweep(database, project, big)
         assert report.warnings and "re-embedding every chunk" in report.warnings[0]
         assert report.files_changed == 3
         assert store.embedding_dimension(conn, project.name) == 1024
-        hits = search_code(conn, project, big, "invoice total")
+        hits = search_code(database, project, big, "invoice total")
         assert hits
         conn.rollback()
 

@@ -13,11 +13,12 @@ from pathlib import Path
 from typing import Any
 
 import psycopg
+from index_rows import file_chunks
 from ollama_standin import OllamaStandin, ollama_standin
 
 from indexer import store
 from indexer.db import Database
-from indexer.embed import make_embedder
+from indexer.embedders import make_embedder
 from indexer.project import Project, Root
 from indexer.sweep import SweepOptions, sweep_project
 
@@ -49,7 +50,7 @@ def file_versions(conn: psycopg.Connection[Any], project: str) -> dict[str, int]
     conn.rollback()
     versions = {}
     for (repo, path), state in store.file_states(conn, project).items():
-        chunks = store.file_chunks(conn, project, repo, path)
+        chunks = file_chunks(conn, project, repo, path)
         assert len(chunks) == state.chunk_count
         marks = {v for v in (1, 2) for c in chunks if f"VERSION_{v}" in c[5]}
         assert len(marks) == 1, f"{path} mixes versions {marks}"
@@ -80,7 +81,7 @@ def test_killed_sweep_leaves_files_whole_and_the_next_sweep_converges(
         f"""
         from pathlib import Path
         from indexer.db import Database
-        from indexer.embed import make_embedder
+        from indexer.embedders import make_embedder
         from indexer.project import Project, Root
         from indexer.sweep import SweepOptions, sweep_project
         db = Database({database.dsn!r}, Path(".")).open()

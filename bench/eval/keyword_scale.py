@@ -28,7 +28,15 @@ sys.path.insert(0, str(HERE))
 from index import CACHE, open_database, prepare_dirs  # noqa: E402
 from psycopg import sql as pgsql  # noqa: E402
 
-from indexer import search, store  # noqa: E402
+from indexer import store  # noqa: E402
+from indexer.ranking import (  # noqa: E402
+    DEFAULT_RANKING,
+    Ranking,
+    TermStats,
+    keyword_candidates,
+    keyword_plan,
+    term_stats,
+)
 
 COPIES = 40
 SOURCE = "eval_chunker"
@@ -89,19 +97,19 @@ def main() -> None:
     db = open_database(args.cache)
     filters = {"repo": None, "language": None, "path_re": None}
     variants = {
-        "first version: OR of every term, ts_rank_cd": search.Ranking(
+        "first version: OR of every term, ts_rank_cd": Ranking(
             stopwords=False, idf=False, prefix=False
         ),
-        "idf ranker, budget 1,000 rows": replace(search.DEFAULT_RANKING, match_rows=1000),
-        "idf ranker, budget 2,000 rows": replace(search.DEFAULT_RANKING, match_rows=2000),
-        "idf ranker, budget 5,000 rows (default)": search.DEFAULT_RANKING,
+        "idf ranker, budget 1,000 rows": replace(DEFAULT_RANKING, match_rows=1000),
+        "idf ranker, budget 2,000 rows": replace(DEFAULT_RANKING, match_rows=2000),
+        "idf ranker, budget 5,000 rows (default)": DEFAULT_RANKING,
     }
     if args.without_first:
         variants = {k: v for k, v in variants.items() if not k.startswith("first")}
     try:
         with db.connection() as conn:
             chunks = build(conn, COPIES)
-            stats = search.term_stats(conn, SCALED, fresh=True)
+            stats = term_stats(conn, SCALED, fresh=True)
             print(f"\n## keyword side alone, {chunks:,} chunks, {len(queries)} test queries\n")
             print("| keyword ranker | rows matched (median) | p50 ms | p95 ms |")
             print("|---|---:|---:|---:|")
@@ -110,7 +118,7 @@ def main() -> None:
                 for name, ranking in variants.items():  # interleaved: shared noise
                     t = time.perf_counter()
                     with conn.transaction():
-                        search._keyword_candidates(conn, SCALED, q, filters, ranking)
+                        keyword_candidates(conn, SCALED, q, filters, ranking)
                     times[name].append((time.perf_counter() - t) * 1000)
             for name, ranking in variants.items():
                 matched = [_estimate(stats, q, ranking) for q in queries]
@@ -125,13 +133,13 @@ def main() -> None:
         db.close()
 
 
-def _estimate(stats: search.TermStats, query: str, ranking: search.Ranking) -> float:
+def _estimate(stats: TermStats, query: str, ranking: Ranking) -> float:
     from indexer import lexical
 
     words = lexical.query_terms(query, stopwords=ranking.stopwords)
     if not ranking.idf:
         return min(sum(stats.shares.get(w, stats.floor) for w in words), 1.0) * stats.rows
-    return min(search.keyword_plan(words, stats, ranking).estimated_rows, stats.rows)
+    return min(keyword_plan(words, stats, ranking).estimated_rows, stats.rows)
 
 
 if __name__ == "__main__":

@@ -44,9 +44,11 @@ from index import (  # noqa: E402
     with_definition_terms,
 )
 
-from indexer import search  # noqa: E402
-from indexer.embed import EmbedBatchResult, Embedder, EmbeddingModel, make_embedder  # noqa: E402
+from indexer import search, store  # noqa: E402
+from indexer.embed import EmbedBatchResult, Embedder, EmbeddingModel  # noqa: E402
+from indexer.embedders import make_embedder  # noqa: E402
 from indexer.project import Project  # noqa: E402
+from indexer.ranking import DEFAULT_RANKING, Candidates, Ranking, collapse, fuse  # noqa: E402
 
 MODES = ("keyword", "vector", "hybrid")
 TOP_K = 10
@@ -148,11 +150,11 @@ def header(latency: bool) -> str:
 
 
 def run_live(
-    conn: Any,
+    db: Any,
     project: Project,
     embedder: CachedQueries,
     queries: Sequence[Query],
-    ranking: search.Ranking,
+    ranking: Ranking,
     ef_search: int,
 ) -> dict[str, Scores]:
     """Every query through search_code in each mode, modes interleaved (shared noise)."""
@@ -161,7 +163,7 @@ def run_live(
         for mode in MODES:
             t = time.perf_counter()
             hits = search.search_code(
-                conn,
+                db,
                 project,
                 embedder,
                 q.text,
@@ -194,11 +196,11 @@ def gather(
     project: Project,
     embedder: CachedQueries,
     queries: Sequence[Query],
-    keyword_variants: dict[str, search.Ranking],
+    keyword_variants: dict[str, Ranking],
     ef_search: int,
     projects: dict[str, Project] | None = None,
 ) -> Gathered:
-    deep = search.Ranking(vector_depth=GATHER_DEPTH, keyword_depth=GATHER_DEPTH)
+    deep = Ranking(vector_depth=GATHER_DEPTH, keyword_depth=GATHER_DEPTH)
     vector, exact = [], []
     keyword: dict[str, list[list[int]]] = {name: [] for name in keyword_variants}
     ids: set[int] = set()
@@ -206,7 +208,14 @@ def gather(
     for i, q in enumerate(queries, 1):
         with conn.transaction():
             c = search.gather_candidates(
-                conn, project, embedder, q.text, filters, "vector", ef_search, deep
+                conn,
+                project.name,
+                embedder.embed_query(q.text),
+                q.text,
+                filters,
+                ef_search,
+                deep,
+                keyword=False,
             )
             vector.append(c.vector)
             exact.append(c.exact)
@@ -214,11 +223,10 @@ def gather(
             for name, variant in keyword_variants.items():
                 k = search.gather_candidates(
                     conn,
-                    (projects or {}).get(name, project),
+                    (projects or {}).get(name, project).name,
                     None,
                     q.text,
                     filters,
-                    "keyword",
                     ef_search,
                     replace(variant, keyword_depth=GATHER_DEPTH),
                 )
@@ -227,16 +235,16 @@ def gather(
         if i % 100 == 0:
             print(f"\r  gathered {i}/{len(queries)}", end="", file=sys.stderr, flush=True)
     print(file=sys.stderr)
-    details = search._chunks_by_id(conn, project.name, sorted(ids))
+    details = store.chunks_by_id(conn, project.name, sorted(ids))
     conn.rollback()
     return Gathered(list(queries), vector, keyword, exact, details)
 
 
-def replay(g: Gathered, variant: str, ranking: search.Ranking, mode: str) -> Scores:
+def replay(g: Gathered, variant: str, ranking: Ranking, mode: str) -> Scores:
     """Fusion and collapse exactly as search_code does them, over the gathered lists."""
     out = Scores()
     for i, q in enumerate(g.queries):
-        c = search.Candidates(
+        c = Candidates(
             vector=g.vector[i] if mode != "keyword" else [],
             keyword=g.keyword[variant][i] if mode != "vector" else [],
             exact=g.exact[i],
@@ -246,9 +254,9 @@ def replay(g: Gathered, variant: str, ranking: search.Ranking, mode: str) -> Sco
             vector_depth=max(ranking.vector_depth, TOP_K * 3),
             keyword_depth=max(ranking.keyword_depth, TOP_K * 3),
         )
-        scores = search.fuse(c, r)
+        scores = fuse(c, r)
         ordered = sorted(scores, key=lambda cid: (-scores[cid], cid))[: TOP_K * 3]
-        out.add(first_gold(search.collapse(ordered, g.details, TOP_K), q))
+        out.add(first_gold(collapse(ordered, g.details, TOP_K), q))
     return out
 
 
@@ -260,9 +268,9 @@ FUSION_GRID = {
 }
 
 
-def tune(g: Gathered, variant: str, base: search.Ranking) -> search.Ranking:
+def tune(g: Gathered, variant: str, base: Ranking) -> Ranking:
     """The grid point with the best MRR@10 (Hit@5 breaks ties) on the tuning split."""
-    best: tuple[float, float, search.Ranking] | None = None
+    best: tuple[float, float, Ranking] | None = None
     for kw in FUSION_GRID["keyword_weight"]:
         for vd in FUSION_GRID["vector_depth"]:
             for kd in FUSION_GRID["keyword_depth"]:
@@ -277,20 +285,18 @@ def tune(g: Gathered, variant: str, base: search.Ranking) -> search.Ranking:
 
 
 # Keyword-side variants for the ablation: each adds one choice to the one before.
-KEYWORD_VARIANTS: dict[str, search.Ranking] = {
-    "plain OR, ts_rank_cd (first version)": search.Ranking(
-        stopwords=False, idf=False, prefix=False
-    ),
-    "+ stopwords dropped": search.Ranking(stopwords=True, idf=False, prefix=False),
-    "+ idf-weighted ts_rank": search.Ranking(stopwords=True, idf=True, prefix=False),
-    "+ stem prefixes": search.Ranking(prefix=True),
-    "+ idf, no stem prefixes (product)": search.Ranking(),
-    "  with flat field weights": search.Ranking(field_weights=(0.2, 0.2, 0.2, 0.2)),
-    "  with symbol x2 field weights": search.Ranking(field_weights=(0.05, 0.1, 0.25, 1.0)),
-    "  with length normalisation": search.Ranking(normalization=1),
-    "  match budget 250 rows": search.Ranking(match_rows=250),
-    "  match budget 500 rows": search.Ranking(match_rows=500),
-    "  match budget 1000 rows": search.Ranking(match_rows=1000),
+KEYWORD_VARIANTS: dict[str, Ranking] = {
+    "plain OR, ts_rank_cd (first version)": Ranking(stopwords=False, idf=False, prefix=False),
+    "+ stopwords dropped": Ranking(stopwords=True, idf=False, prefix=False),
+    "+ idf-weighted ts_rank": Ranking(stopwords=True, idf=True, prefix=False),
+    "+ stem prefixes": Ranking(prefix=True),
+    "+ idf, no stem prefixes (product)": Ranking(),
+    "  with flat field weights": Ranking(field_weights=(0.2, 0.2, 0.2, 0.2)),
+    "  with symbol x2 field weights": Ranking(field_weights=(0.05, 0.1, 0.25, 1.0)),
+    "  with length normalisation": Ranking(normalization=1),
+    "  match budget 250 rows": Ranking(match_rows=250),
+    "  match budget 500 rows": Ranking(match_rows=500),
+    "  match budget 1000 rows": Ranking(match_rows=1000),
 }
 DEFS_VARIANT = "  + every definition's name as a symbol term (index side, eval copy)"
 
@@ -336,7 +342,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             f"{sum(q.split == 'test' for q in queries)} test; model {model.identity.describe()}; "
             f"query embedding median {embed_ms:.0f} ms (not in the latencies below)"
         )
-        ranking = search.DEFAULT_RANKING
+        ranking = DEFAULT_RANKING
         with db.connection() as conn:
             if args.tune:
                 g = gather(conn, project, cached, tune_set, {"product": ranking}, args.ef_search)
@@ -344,7 +350,7 @@ def main(argv: Sequence[str] | None = None) -> None:
                 print(f"\n## tuned on {len(tune_set)} tuning queries: {ranking}")
                 s = replay(g, "product", ranking, "hybrid")
                 print(f"tuning split hybrid: MRR@10 {s.mrr():.3f}, Hit@5 {s.hit(5):.3f}")
-            live = run_live(conn, project, cached, test_set, ranking, args.ef_search)
+            live = run_live(db, project, cached, test_set, ranking, args.ef_search)
             print(
                 f"\n## {args.split} split, {len(test_set)} queries, top_k {TOP_K}, "
                 f"ef_search {args.ef_search}, live search_code calls\n"
@@ -367,7 +373,7 @@ def ablations(
     cached: CachedQueries,
     tune_set: list[Query],
     test_set: list[Query],
-    ranking: search.Ranking,
+    ranking: Ranking,
     ef_search: int,
     defs_project: Project,
 ) -> None:
@@ -398,7 +404,7 @@ def ablations(
     print("| fusion | Hit@1 | Hit@5 | MRR@10 |")
     print("|---|---:|---:|---:|")
     product = "+ idf, no stem prefixes (product)"
-    rows: list[tuple[str, search.Ranking]] = [
+    rows: list[tuple[str, Ranking]] = [
         (
             "equal weights, depth 50/50, k 60 (first version)",
             replace(
@@ -425,7 +431,7 @@ def ablations(
         print(f"| {name} | {s.hit(1):.3f} | {s.hit(5):.3f} | {s.mrr():.3f} |")
 
 
-def _keyword_fields(r: search.Ranking) -> dict[str, Any]:
+def _keyword_fields(r: Ranking) -> dict[str, Any]:
     return {
         "stopwords": r.stopwords,
         "idf": r.idf,

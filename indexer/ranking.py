@@ -1,0 +1,213 @@
+"""Ranking: the keyword ranker's plan, and how the two rankers' lists become one order.
+
+The keyword side weighs each query term by its rarity (BM25's idf, from PostgreSQL's own
+statistics of the keyword column, read at most once a minute) and by where it occurs
+(symbol > path > body); only the rarest terms decide which rows match, within a row budget,
+so the keyword side stays bounded. The vector and keyword lists are fused by weighted
+reciprocal rank fusion; chunks named exactly by the query come first; overlapping chunks of
+one file collapse into the best. `Ranking` holds the knobs, tuned on held-out queries of the
+evals in `bench/eval/` (figures in docs/performance.md).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from indexer import lexical, store
+
+RRF_K = 60
+
+
+@dataclass(frozen=True)
+class Ranking:
+    """How the two rankers are run and fused; the defaults are the eval-tuned ones.
+
+    `*_depth` is how many candidates each ranker hands to fusion (at least 3 x top_k);
+    `field_weights` are ts_rank's {D, C, B, A} (A: symbol, B: path, C: body); `match_rows` is the
+    estimated number of rows the keyword match may cover (rarest terms first; at least one term
+    always matches) and `max_ranked` a hard cap on rows ranked, for statistics that are stale.
+    """
+
+    vector_weight: float = 1.0
+    keyword_weight: float = 0.35
+    vector_depth: int = 30
+    keyword_depth: int = 200
+    rrf_k: int = RRF_K
+    stopwords: bool = True
+    idf: bool = True
+    prefix: bool = False
+    field_weights: tuple[float, float, float, float] = (0.05, 0.2, 0.5, 1.0)
+    normalization: int = 0
+    match_rows: int = 5000
+    max_ranked: int = 20_000
+
+
+DEFAULT_RANKING = Ranking()
+
+
+@dataclass(frozen=True)
+class KeywordPlan:
+    """What the keyword side will run: every query term with its idf, and the terms that
+    decide which rows match (the rarest, within the row budget)."""
+
+    terms: tuple[str, ...]
+    idfs: tuple[float, ...]
+    match_terms: tuple[str, ...]
+    estimated_rows: float
+
+
+@dataclass(frozen=True)
+class Candidates:
+    """Each ranker's list of chunk ids, best first, and the chunks named exactly by the query."""
+
+    vector: list[int] = field(default_factory=list)
+    keyword: list[int] = field(default_factory=list)
+    exact: list[int] = field(default_factory=list)
+
+
+def fuse(candidates: Candidates, ranking: Ranking = DEFAULT_RANKING) -> dict[int, float]:
+    """Weighted reciprocal rank fusion of the two lists (each cut at its depth); chunks named
+    exactly by the query score above everything else, in their order."""
+    scores: dict[int, float] = {}
+    for ids, weight, depth in (
+        (candidates.vector, ranking.vector_weight, ranking.vector_depth),
+        (candidates.keyword, ranking.keyword_weight, ranking.keyword_depth),
+    ):
+        for rank, chunk_id in enumerate(ids[:depth], start=1):
+            scores[chunk_id] = scores.get(chunk_id, 0.0) + weight / (ranking.rrf_k + rank)
+    if candidates.exact:
+        top = max(scores.values(), default=0.0)
+        for offset, chunk_id in enumerate(candidates.exact):
+            scores[chunk_id] = top + 1.0 / (ranking.rrf_k + 1 + offset)
+    return scores
+
+
+def collapse(
+    ordered: Sequence[int], details: Mapping[int, store.StoredChunk], top_k: int
+) -> list[store.StoredChunk]:
+    """The first `top_k` rows of `ordered`, skipping any that overlaps a better one in its file."""
+    hits: list[store.StoredChunk] = []
+    for chunk_id in ordered:
+        row = details.get(chunk_id)
+        if row is None or any(_overlaps(row, kept) for kept in hits):
+            continue
+        hits.append(row)
+        if len(hits) == top_k:
+            break
+    return hits
+
+
+@dataclass(frozen=True)
+class TermStats:
+    """Row count and the share of rows holding each common term, from `pg_stats`."""
+
+    rows: float
+    shares: dict[str, float]
+    floor: float  # the share assumed for a term not among the common ones
+
+    @property
+    def known(self) -> bool:
+        return self.rows > 0 and bool(self.shares)
+
+
+# Term statistics move only when the table is analysed: read them at most once a minute.
+TERM_STATS_SECONDS = 60.0
+_term_stats_cache: dict[str, tuple[float, TermStats]] = {}
+
+
+def term_stats(conn: store.Conn, project: str, *, fresh: bool = False) -> TermStats:
+    """The project's term statistics, cached for TERM_STATS_SECONDS unless `fresh`."""
+    now = time.monotonic()
+    cached = _term_stats_cache.get(project)
+    if cached is not None and not fresh and now - cached[0] < TERM_STATS_SECONDS:
+        return cached[1]
+    stats = _read_term_stats(conn, project)
+    _term_stats_cache[project] = (now, stats)
+    return stats
+
+
+def _read_term_stats(conn: store.Conn, project: str) -> TermStats:
+    row = store.term_stats(conn, project)
+    if row.terms is None or row.freqs is None:
+        return TermStats(float(row.rows), {}, 0.0)
+    rows, terms, freqs = float(row.rows), list(row.terms), [float(f) for f in row.freqs]
+    shares = dict(zip(terms, freqs[: len(terms)], strict=True))
+    # pg_stats appends the min and max share (and the share of empty rows) after the list:
+    # every term left out of the list is rarer than the minimum.
+    floor = min(freqs[len(terms) :][:1] or [min(shares.values(), default=0.0)])
+    return TermStats(rows, shares, floor / 2)
+
+
+def _share(stats: TermStats, word: str, prefix: bool) -> float:
+    share = stats.shares.get(word, stats.floor)
+    base = lexical.stem(word) if prefix else word
+    if base != word:
+        share = max(share, sum(v for t, v in stats.shares.items() if t.startswith(base)))
+    return min(share, 1.0)
+
+
+def keyword_plan(words: Sequence[str], stats: TermStats, ranking: Ranking) -> KeywordPlan:
+    """idf of each term (BM25's, from its share of rows) and the rarest terms whose estimated
+    matches fit in `ranking.match_rows`; without statistics every term matches, idf 1."""
+    if not stats.known:
+        return KeywordPlan(tuple(words), tuple(1.0 for _ in words), tuple(words), -1.0)
+    n = stats.rows
+    shares = [_share(stats, w, ranking.prefix) for w in words]
+    idfs = tuple(math.log(1.0 + (n - s * n + 0.5) / (s * n + 0.5)) for s in shares)
+    chosen: list[str] = []
+    estimated = 0.0
+    for share, word in sorted(zip(shares, words, strict=True)):
+        if chosen and estimated + share * n > ranking.match_rows:
+            break
+        chosen.append(word)
+        estimated += share * n
+    return KeywordPlan(tuple(words), idfs, tuple(chosen), estimated)
+
+
+def _overlaps(a: store.StoredChunk, b: store.StoredChunk) -> bool:
+    return (
+        a.repo == b.repo
+        and a.path == b.path
+        and a.start_line <= b.end_line
+        and b.start_line <= a.end_line
+    )
+
+
+def at_least(ranking: Ranking, depth: int) -> Ranking:
+    if ranking.vector_depth >= depth and ranking.keyword_depth >= depth:
+        return ranking
+    return replace(
+        ranking,
+        vector_depth=max(ranking.vector_depth, depth),
+        keyword_depth=max(ranking.keyword_depth, depth),
+    )
+
+
+def keyword_candidates(
+    conn: store.Conn, project: str, query: str, filters: Mapping[str, Any], ranking: Ranking
+) -> list[int]:
+    """The keyword ranker's list for `query`, best first (see `Ranking`)."""
+    words = lexical.query_terms(query, stopwords=ranking.stopwords)
+    if not words:
+        return []
+    params: dict[str, Any] = {
+        **filters,
+        "weights": list(ranking.field_weights),
+        "limit": ranking.keyword_depth,
+    }
+    if not ranking.idf:
+        params["tsquery"] = lexical.tsquery_any(words, prefix=ranking.prefix)
+        return store.keyword_candidates(conn, project, params, None)
+    plan = keyword_plan(words, term_stats(conn, project), ranking)
+    params.update(
+        norm=ranking.normalization,
+        term_queries=[lexical.tsquery_term(w, prefix=ranking.prefix) for w in plan.terms],
+        idfs=list(plan.idfs),
+        tsquery=lexical.tsquery_any(plan.match_terms, prefix=ranking.prefix),
+        max_ranked=ranking.max_ranked,
+    )
+    return store.keyword_candidates(conn, project, params, len(plan.terms))

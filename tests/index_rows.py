@@ -1,0 +1,24 @@
+"""What the tests read straight from a project's tables, to check what the product wrote."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import psycopg
+from psycopg import sql
+
+FILE_CHUNKS = """
+SELECT c.ordinal, c.start_line, c.end_line, c.symbol, c.kind, c.content, c.content_sha256
+  FROM {schema}.rag_chunk c
+  JOIN {schema}.rag_file f ON f.id = c.file_id
+ WHERE f.repo = %(repo)s AND f.path = %(path)s
+ ORDER BY c.ordinal
+"""
+
+
+def file_chunks(
+    conn: psycopg.Connection[Any], project: str, repo: str, path: str
+) -> list[tuple[Any, ...]]:
+    """(ordinal, start_line, end_line, symbol, kind, content, content_sha256) of one file."""
+    query = sql.SQL(FILE_CHUNKS).format(schema=sql.Identifier(project))
+    return conn.execute(query, {"repo": repo, "path": path}).fetchall()
