@@ -19,7 +19,9 @@ import contextlib
 import errno
 import hmac
 import logging
+import signal
 import socket
+import threading
 from collections.abc import AsyncIterator, Callable
 from urllib.parse import urlsplit
 
@@ -284,10 +286,24 @@ def exposure_warning(host: str) -> str | None:
     )
 
 
+def exit_on_sigterm() -> None:
+    """Make SIGTERM end the process as Ctrl-C does, through `SystemExit`, so exit handlers run
+    (the embedded PostgreSQL is stopped by one, when no other process uses it). Uvicorn shuts
+    down on the signal, then raises it again with the previous handler: by default that kills
+    the process on the spot and leaves the database server running."""
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, _raise_exit)
+
+
+def _raise_exit(signum: int, _frame: object) -> None:
+    raise SystemExit(128 + signum)
+
+
 def serve_forever(
     settings: Settings, *, database: Database | None = None, embedder: Embedder | None = None
 ) -> None:
     """Run the app under uvicorn until interrupted (Ctrl-C stops it cleanly)."""
+    exit_on_sigterm()
     app = create_app(settings, database=database, embedder=embedder)
     warning = exposure_warning(settings.server.host)
     if warning is not None:
