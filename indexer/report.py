@@ -39,7 +39,7 @@ class SweepReport:
     project: str
     started_at: str = ""
     finished_at: str = ""
-    outcome: str = "running"  # ok | partial (some files failed) | failed
+    outcome: str = "running"  # ok | partial (some files failed, a root unavailable) | failed
     error: str | None = None
     full: bool = False
     files_seen: int = 0
@@ -49,6 +49,7 @@ class SweepReport:
     files_failed: int = 0
     skipped: dict[str, int] = field(default_factory=dict)
     failures: list[dict[str, str]] = field(default_factory=list)
+    roots_unavailable: list[dict[str, str]] = field(default_factory=list)  # repo, path, reason
     chunks_written: int = 0
     chunks_embedded: int = 0
     cache_hits: int = 0

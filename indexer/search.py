@@ -30,6 +30,7 @@ from indexer.ranking import (
     fuse,
     keyword_candidates,
 )
+from indexer.walk import root_problem
 
 DEFAULT_TOP_K = 10
 MAX_TOP_K = 50
@@ -62,6 +63,7 @@ class SearchHit:
     language: str | None
     score: float
     snippet: str
+    stale: bool = False  # its root is unavailable now (missing, unreadable): indexed text
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -230,14 +232,22 @@ def search_code(
         scores = fuse(candidates, at_least(ranking, top_k * 3))
         ordered = sorted(scores, key=lambda cid: (-scores[cid], cid))[: top_k * 3]
         details = store.chunks_by_id(conn, project.name, ordered)
+    hits = collapse(ordered, details, top_k)
+    problems = {repo: _root_problem(project, repo) for repo in {row.repo for row in hits}}
     return [
         SearchHit(
             **_where(project, row),
             score=round(scores[row.chunk_id], 6),
             snippet=snippet_of(row.content),
+            stale=problems[row.repo] is not None,
         )
-        for row in collapse(ordered, details, top_k)
+        for row in hits
     ]
+
+
+def _root_problem(project: Project, repo: str) -> str | None:
+    root = project.root(repo)
+    return root_problem(root.path) if root is not None else None
 
 
 def gather_candidates(

@@ -10,9 +10,11 @@ from typing import Any
 from chunkers import CHUNKER_VERSION
 from indexer import store
 from indexer.clock import iso
-from indexer.project import Project
+from indexer.project import Project, Root
+from indexer.walk import ROOT_EMPTY, root_problem
 
 MAX_FAILURES = 20
+MAX_WARNINGS = 20
 
 
 @dataclass(frozen=True, slots=True)
@@ -21,6 +23,8 @@ class RepoStatus:
     path: str
     files: int
     chunks: int
+    available: bool = True  # False: missing, unreadable, or empty while its files are indexed
+    problem: str | None = None  # why it is unavailable; its rows are kept meanwhile
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,6 +38,8 @@ class SweepSummary:
     files_deleted: int
     files_failed: int
     chunks_written: int
+    roots_unavailable: tuple[dict[str, str], ...] = ()
+    warnings: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,21 +80,30 @@ def _sweep_summary(record: store.SweepRecord) -> SweepSummary:
         files_deleted=int(report.get("files_deleted", 0)),
         files_failed=int(report.get("files_failed", 0)),
         chunks_written=int(report.get("chunks_written", 0)),
+        roots_unavailable=tuple(report.get("roots_unavailable") or ()),
+        warnings=tuple((report.get("warnings") or ())[:MAX_WARNINGS]),
     )
+
+
+def repo_status(root: Root, files: int, chunks: int) -> RepoStatus:
+    """A root's counts, and whether it can be walked now (see `indexer.walk.root_problem`)."""
+    problem = root_problem(root.path)
+    if problem == ROOT_EMPTY and not files:
+        problem = None  # nothing indexed from it: an empty folder is just empty
+    return RepoStatus(root.name, str(root.path), files, chunks, problem is None, problem)
 
 
 def project_status(conn: store.Conn, project: Project) -> ProjectStatus:
     """Everything the database knows about one configured project."""
     running = store.sweep_running(conn, project.name)
     if not store.project_exists(conn, project.name):
-        repos = tuple(RepoStatus(r.name, str(r.path), 0, 0) for r in project.roots)
+        repos = tuple(repo_status(r, 0, 0) for r in project.roots)
         return ProjectStatus(project.name, indexed=False, repos=repos, sweep_running=running)
     summary = store.summary(conn, project.name)
     counts = {c.repo: c for c in store.repo_counts(conn, project.name)}
     repos = tuple(
-        RepoStatus(
-            r.name,
-            str(r.path),
+        repo_status(
+            r,
             counts[r.name].files if r.name in counts else 0,
             counts[r.name].chunks if r.name in counts else 0,
         )

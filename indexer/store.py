@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
-from datetime import datetime
 from typing import Any
 
 import psycopg
@@ -23,94 +21,19 @@ from psycopg.types.json import Jsonb
 from indexer import sql
 from indexer.errors import ForeignSchema, ProjectNotFound
 from indexer.project import validate_project_name
+from indexer.rows import (
+    ChunkRow,
+    FileFailure,
+    FileRecord,
+    FileState,
+    ProjectSummary,
+    RepoCounts,
+    StoredChunk,
+    SweepRecord,
+    TermStatsRow,
+)
 
 Conn = psycopg.Connection[Any]
-
-
-@dataclass(frozen=True, slots=True)
-class FileRecord:
-    repo: str
-    path: str
-    size: int
-    mtime_ns: int
-    sha256: str
-    language: str | None
-
-
-@dataclass(frozen=True, slots=True)
-class ChunkRow:
-    ordinal: int
-    start_line: int
-    end_line: int
-    symbol: str | None
-    kind: str
-    content: str
-    content_sha256: str
-    embedding: Any  # a sequence of floats / numpy array, or None
-    symbol_terms: str = ""
-    path_terms: str = ""
-    body_terms: str = ""
-
-
-@dataclass(frozen=True, slots=True)
-class FileState:
-    id: int
-    repo: str
-    path: str
-    size: int
-    mtime_ns: int
-    sha256: str
-    chunk_count: int
-    error: str | None
-
-
-@dataclass(frozen=True, slots=True)
-class ProjectSummary:
-    name: str
-    files: int
-    chunks: int
-    failed_files: int
-    last_sweep_at: datetime | None
-    schema_version: int
-
-
-@dataclass(frozen=True, slots=True)
-class RepoCounts:
-    repo: str
-    files: int
-    chunks: int
-
-
-@dataclass(frozen=True, slots=True)
-class FileFailure:
-    repo: str
-    path: str
-    error: str
-    error_at: datetime | None
-
-
-@dataclass(frozen=True, slots=True)
-class StoredChunk:
-    """A chunk as search and `get_chunk` read it back, with its file's repo, path, language."""
-
-    chunk_id: int
-    repo: str
-    path: str
-    start_line: int
-    end_line: int
-    symbol: str | None
-    kind: str
-    language: str | None
-    content: str
-
-
-@dataclass(frozen=True, slots=True)
-class TermStatsRow:
-    """The planner's statistics of the keyword column: rows, common terms and their shares."""
-
-    rows: float
-    terms: list[str] | None
-    freqs: list[float] | None
 
 
 def _rows(conn: Conn, cls: type[Any], query: Any, params: Any = None, **kw: Any) -> list[Any]:
@@ -454,15 +377,6 @@ def chunks_by_id(conn: Conn, project: str, ids: Sequence[int]) -> dict[int, Stor
 
 
 # --- sweeps ---------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class SweepRecord:
-    id: int
-    started_at: datetime
-    finished_at: datetime | None
-    outcome: str
-    report: dict[str, Any]
 
 
 def try_sweep_lock(conn: Conn, project: str, *, wait: bool = False) -> bool:

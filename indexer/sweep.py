@@ -14,11 +14,11 @@ hash, chunk, cache look-up) runs in a thread ahead of embedding, so the embedder
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import logging
 import queue
 import threading
 import time
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -26,14 +26,15 @@ from typing import Any
 import numpy as np
 import psycopg
 
-from chunkers import CHUNKER_VERSION, Chunk, ChunkerConfig, chunk_file, embedding_text
-from indexer import clock, lexical, store
+from chunkers import CHUNKER_VERSION, ChunkerConfig, embedding_text
+from indexer import clock, store
 from indexer.db import Database, database_error
 from indexer.embed import Embedder, EmbeddingModel, needs_reembed, reembed_warning
 from indexer.errors import RagError, SweepRunning
+from indexer.prepare import Batch, Prepared, Preparer
 from indexer.project import Project
 from indexer.report import ProgressCallback, SweepProgress, SweepReport
-from indexer.walk import Candidate, Walker, WalkOptions
+from indexer.walk import ROOT_EMPTY, Candidate, Walker, WalkOptions
 
 log = logging.getLogger("code_rag.sweep")
 
@@ -41,7 +42,6 @@ DEFAULT_FILES_PER_COMMIT = 50
 # Into an empty project, at least this many files are a bulk load: the HNSW index is built
 # once at the end instead of updated per row.
 BULK_LOAD_FILES = 200
-BINARY_CONTENT = "binary content"
 # After writing this many chunks the planner's term statistics are refreshed (keyword ranking).
 ANALYZE_AFTER_CHUNKS = 1000
 
@@ -53,39 +53,7 @@ class SweepOptions:
     chunker: ChunkerConfig = field(default_factory=ChunkerConfig)
 
 
-@dataclass
-class _Prepared:
-    """One changed file, read, hashed and chunked, with the vectors found in the cache."""
-
-    candidate: Candidate
-    sha256: str
-    language: str | None
-    chunks: tuple[Chunk, ...] = ()
-    hashes: tuple[str, ...] = ()
-    rows: tuple[store.ChunkRow, ...] = ()
-    error: str | None = None
-    touch_id: int | None = None  # same content as stored: only size/mtime change
-    skip: str | None = None  # not indexable after all (binary content)
-    row_id: int | None = None  # its stored row, to delete when skipped
-
-
-@dataclass
-class _Batch:
-    files: list[_Prepared]
-    cached: dict[str, Any]
-
-
 _DONE = object()
-
-
-def content_hash(chunk: Chunk) -> str:
-    """The embedding-cache key: a chunk's symbol and text (its path is left out on purpose,
-    so renaming or moving a file reuses its vectors)."""
-    return hashlib.sha256(f"{chunk.symbol or ''}\n{chunk.content}".encode()).hexdigest()
-
-
-def _clean(text: str) -> str:
-    return text.replace("\x00", "\ufffd")  # PostgreSQL text cannot hold NUL
 
 
 class _Sweep:
@@ -153,8 +121,14 @@ class _Sweep:
         removed_roots = store.delete_repos_except(self.conn, self.name, repos)
         states = store.file_states(self.conn, self.name)
         self.conn.commit()
+        unavailable = self._unavailable_roots(walked.root_problems, states)
+        for repo, path in walked.renamed:
+            report.warnings.append(
+                f"{repo}/{path}: the file name is not valid UTF-8; indexed under this name, "
+                "its undecodable bytes written as \\xNN"
+            )
         seen = {(c.repo, c.path) for c in walked.files}
-        gone = [s.id for key, s in states.items() if key not in seen]
+        gone = [s.id for key, s in states.items() if key not in seen and s.repo not in unavailable]
         todo: list[tuple[Candidate, store.FileState | None]] = []
         for cand in walked.files:
             state = states.get((cand.repo, cand.path))
@@ -191,6 +165,29 @@ class _Sweep:
         report.files_deleted += removed_roots + store.delete_files(self.conn, self.name, gone)
         self.conn.commit()
         report.add_time("delete", time.perf_counter() - t)
+
+    def _unavailable_roots(
+        self, problems: dict[str, str], states: dict[tuple[str, str], store.FileState]
+    ) -> set[str]:
+        """The roots whose rows this sweep must keep: missing, unreadable, or empty where the
+        index holds files for them. Each is reported and logged."""
+        held = Counter(s.repo for s in states.values() if s.sha256)
+        unavailable = set()
+        for root in self.project.roots:
+            problem = problems.get(root.name)
+            if problem is None or (problem == ROOT_EMPTY and not held[root.name]):
+                continue
+            unavailable.add(root.name)
+            self.report.roots_unavailable.append(
+                {"repo": root.name, "path": str(root.path), "reason": problem}
+            )
+            message = (
+                f"root {root.name} ({root.path}) is unavailable: {problem}; its "
+                f"{held[root.name]:,} indexed files are kept until it is back"
+            )
+            self.report.warnings.append(message)
+            log.warning("%s: %s", self.name, message)
+        return unavailable
 
     def index(self, todo: list[tuple[Candidate, store.FileState | None]]) -> None:
         """Prepare in a thread, embed and write here; batches of `files_per_commit` files."""
@@ -231,76 +228,23 @@ class _Sweep:
     ) -> None:
         try:
             size = self.options.files_per_commit
+            preparer = Preparer(self.options.chunker, self.report, self.redo)
             with self.db.connection(f"reading the index of {self.name}") as conn:
                 for start in range(0, len(todo), size):
                     if stop.is_set():
                         return
-                    files = [self._prepare(c, s) for c, s in todo[start : start + size]]
+                    files = [preparer.prepare(c, s) for c, s in todo[start : start + size]]
                     t = time.perf_counter()
                     hashes = sorted({h for f in files for h in f.hashes})
                     cached = store.cached_embeddings(conn, self.name, hashes)
                     conn.rollback()
                     self.report.add_time("cache_lookup", time.perf_counter() - t)
-                    out.put(_Batch(files, cached))
+                    out.put(Batch(files, cached))
             out.put(_DONE)
         except BaseException as exc:  # handed to the main thread, which raises it
             out.put(exc)
 
-    def _prepare(self, cand: Candidate, state: store.FileState | None) -> _Prepared:
-        t = time.perf_counter()
-        try:
-            data = cand.absolute.read_bytes()
-        except OSError as exc:
-            self.report.add_time("read", time.perf_counter() - t)
-            return _Prepared(cand, "", None, error=f"cannot read the file: {exc.strerror or exc}")
-        sha = hashlib.sha256(data).hexdigest()
-        self.report.add_time("read", time.perf_counter() - t)
-        if not self.redo and state is not None and state.error is None and state.sha256 == sha:
-            return _Prepared(cand, sha, None, touch_id=state.id)
-        t = time.perf_counter()
-        try:
-            result = chunk_file(cand.path, data, self.options.chunker)
-        except Exception as exc:  # a chunker bug must cost one file, not the sweep
-            log.exception("chunking %s/%s failed", cand.repo, cand.path)
-            return _Prepared(cand, sha, None, error=f"chunking failed: {exc}")
-        finally:
-            self.report.add_time("chunk", time.perf_counter() - t)
-        if result.refused:  # binary content: a skip, not a failure
-            return _Prepared(
-                cand, sha, result.language, skip=BINARY_CONTENT, row_id=state.id if state else None
-            )
-        rows = self._rows(cand.path, result.chunks)
-        return _Prepared(
-            cand,
-            sha,
-            result.language,
-            chunks=result.chunks,
-            hashes=tuple(row.content_sha256 for row in rows),
-            rows=rows,
-        )
-
-    def _rows(self, path: str, chunks: tuple[Chunk, ...]) -> tuple[store.ChunkRow, ...]:
-        """Chunk rows without their vectors, keyword terms included (done here, in the
-        preparation thread, to keep the writing thread short)."""
-        path_terms = lexical.path_terms_text(path)
-        return tuple(
-            store.ChunkRow(
-                ordinal=i,
-                start_line=c.start_line,
-                end_line=c.end_line,
-                symbol=_clean(c.symbol) if c.symbol else None,
-                kind=c.kind,
-                content=_clean(c.content),
-                content_sha256=content_hash(c),
-                embedding=None,
-                symbol_terms=lexical.terms_text(c.symbol or ""),
-                path_terms=path_terms,
-                body_terms=lexical.terms_text(c.content),
-            )
-            for i, c in enumerate(chunks)
-        )
-
-    def _embed_and_write(self, batch: _Batch) -> None:
+    def _embed_and_write(self, batch: Batch) -> None:
         report = self.report
         vectors: dict[str, Any] = dict(batch.cached)
         wanted: dict[str, tuple[str, str]] = {}  # hash -> (text, label), first occurrence
@@ -317,26 +261,63 @@ class _Sweep:
                     wanted[h] = (embedding_text(chunk, f.candidate.path), label)
         refused: dict[str, str] = {}
         if wanted:
-            keys = list(wanted)
             t = time.perf_counter()
-            result = self.embedder.embed_documents(
-                [wanted[k][0] for k in keys], [wanted[k][1] for k in keys]
-            )
+            try:
+                self._embed(list(wanted), wanted, vectors, refused)
+            except RagError:
+                raise  # the embedder as a whole failed (unreachable, wrong model): stop
+            except Exception:  # something in this batch broke it: find the file, spare the rest
+                log.exception("embedding a batch of %s failed; retrying file by file", self.name)
+                self._embed_file_by_file(batch, wanted, vectors, refused)
             report.add_time("embed", time.perf_counter() - t)
-            report.embed_requests += result.requests
-            report.embed_retries += result.retries
-            report.embed_truncated += len(result.truncated)
-            report.chunks_embedded += sum(v is not None for v in result.vectors)
-            for key, vector in zip(keys, result.vectors, strict=True):
-                if vector is not None:
-                    vectors[key] = np.asarray(vector, dtype=np.float32)
-            for r in result.refused:
-                refused[keys[r.index]] = f"the embedder refused {r.label}: {r.reason}"
         t = time.perf_counter()
         self._write(batch, vectors, refused)
         report.add_time("store", time.perf_counter() - t)
 
-    def _write(self, batch: _Batch, vectors: dict[str, Any], refused: dict[str, str]) -> None:
+    def _embed(
+        self,
+        keys: list[str],
+        wanted: dict[str, tuple[str, str]],
+        vectors: dict[str, Any],
+        refused: dict[str, str],
+    ) -> None:
+        """Embed the texts of `keys`; their vectors into `vectors`, refusals into `refused`."""
+        report = self.report
+        result = self.embedder.embed_documents(
+            [wanted[k][0] for k in keys], [wanted[k][1] for k in keys]
+        )
+        report.embed_requests += result.requests
+        report.embed_retries += result.retries
+        report.embed_truncated += len(result.truncated)
+        report.chunks_embedded += sum(v is not None for v in result.vectors)
+        for key, vector in zip(keys, result.vectors, strict=True):
+            if vector is not None:
+                vectors[key] = np.asarray(vector, dtype=np.float32)
+        for r in result.refused:
+            refused[keys[r.index]] = f"the embedder refused {r.label}: {r.reason}"
+
+    def _embed_file_by_file(
+        self,
+        batch: Batch,
+        wanted: dict[str, tuple[str, str]],
+        vectors: dict[str, Any],
+        refused: dict[str, str],
+    ) -> None:
+        """After an unexpected embedder failure: each file's chunks alone, so one input the
+        embedder cannot take fails its own file only."""
+        for f in batch.files:
+            keys = [h for h in dict.fromkeys(f.hashes) if h in wanted and h not in vectors]
+            if not keys:
+                continue
+            try:
+                self._embed(keys, wanted, vectors, refused)
+            except RagError:
+                raise
+            except Exception as exc:
+                reason = f"the embedder failed on this file ({type(exc).__name__}: {exc})"
+                refused.update(dict.fromkeys(keys, reason[:500]))
+
+    def _write(self, batch: Batch, vectors: dict[str, Any], refused: dict[str, str]) -> None:
         conn, report = self.conn, self.report
         for f in batch.files:
             cand = f.candidate
@@ -366,7 +347,7 @@ class _Sweep:
             log.warning("%s/%s: %s", cand.repo, cand.path, reason)
         conn.commit()
 
-    def _upsert(self, f: _Prepared, vectors: dict[str, Any]) -> None:
+    def _upsert(self, f: Prepared, vectors: dict[str, Any]) -> None:
         cand = f.candidate
         rows = [replace(row, embedding=vectors[row.content_sha256]) for row in f.rows]
         record = store.FileRecord(
@@ -422,7 +403,7 @@ def sweep_project(
                 report.error = exc.message if isinstance(exc, RagError) else "interrupted"
             _finish(conn, project.name, sweep_id, report, started)
             raise
-        report.outcome = "partial" if report.files_failed else "ok"
+        report.outcome = "partial" if report.files_failed or report.roots_unavailable else "ok"
         _finish(conn, project.name, sweep_id, report, started)
         if progress is not None:
             progress(

@@ -14,7 +14,7 @@ import os
 import stat
 from collections import Counter
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import pathspec
@@ -59,6 +59,13 @@ UNREADABLE = "unreadable"
 EMPTY = "empty"
 BINARY_FILE = "binary file"
 
+# Why a root could not be walked. A missing, unreadable or suddenly empty root is *unavailable*
+# (an unmounted disk, a dropped share, a worktree being recreated), never "now empty": the sweep
+# keeps its rows until it is back, leaves the configuration, or a full re-index is asked for.
+ROOT_MISSING = "the folder is missing"
+ROOT_NOT_A_FOLDER = "the path is not a folder"
+ROOT_EMPTY = "the folder is empty"
+
 
 @dataclass(frozen=True)
 class WalkOptions:
@@ -90,9 +97,37 @@ class Skipped:
 class WalkResult:
     files: list[Candidate] = field(default_factory=list)
     skipped: list[Skipped] = field(default_factory=list)
+    root_problems: dict[str, str] = field(default_factory=dict)  # repo -> why it was not walked
+    renamed: list[tuple[str, str]] = field(default_factory=list)  # (repo, stored path) escaped
 
     def skipped_by_reason(self) -> dict[str, int]:
         return dict(Counter(s.reason for s in self.skipped).most_common())
+
+
+def root_problem(path: Path) -> str | None:
+    """Why the root folder at `path` cannot be walked now, or None when it can."""
+    try:
+        with os.scandir(path) as entries:
+            if next(entries, None) is None:
+                return ROOT_EMPTY
+    except FileNotFoundError:
+        return ROOT_MISSING
+    except NotADirectoryError:
+        return ROOT_NOT_A_FOLDER
+    except OSError as exc:
+        return f"the folder cannot be read ({exc.strerror or exc})"
+    return None
+
+
+def storable(rel: str) -> str:
+    """A path as the index stores and shows it. File names that are not valid UTF-8 reach
+    Python with their bad bytes as surrogate escapes, which neither PostgreSQL, JSON nor a
+    tokenizer accept: those bytes are written as `\\xNN` instead."""
+    try:
+        rel.encode("utf-8")
+    except UnicodeEncodeError:
+        return rel.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    return rel
 
 
 def _spec(lines: Sequence[str]) -> pathspec.GitIgnoreSpec | None:
@@ -142,7 +177,16 @@ class Walker:
     def walk(self) -> WalkResult:
         result = WalkResult()
         for root in self.project.roots:
+            problem = root_problem(root.path)
+            if problem is not None:
+                result.root_problems[root.name] = problem
+                continue
             for item in self.walk_root(root):
+                path = storable(item.path)
+                if path != item.path:
+                    item = replace(item, path=path)
+                    if isinstance(item, Candidate):
+                        result.renamed.append((item.repo, path))
                 if isinstance(item, Candidate):
                     result.files.append(item)
                 else:

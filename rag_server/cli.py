@@ -296,7 +296,8 @@ def search(
         )
         for h in hits:
             where = f"{h.repo}/{h.path}:{h.start_line}-{h.end_line}"
-            typer.echo(f"{where:<{width}}  {h.symbol or '-'}  {h.score:.4f}")
+            stale = "  (stale: its root is unavailable)" if h.stale else ""
+            typer.echo(f"{where:<{width}}  {h.symbol or '-'}  {h.score:.4f}{stale}")
 
 
 @app.command()

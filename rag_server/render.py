@@ -63,13 +63,17 @@ def describe_report(report: SweepReport) -> str:
     handled = report.files_changed + report.files_failed
     rate = f", {handled / total:,.0f} files/s" if total > 0 and handled else ""
     skipped = sum(report.skipped.values())
+    unavailable = "".join(
+        f"\n  root {r['repo']} unavailable ({r['reason']}): its files are kept"
+        for r in report.roots_unavailable
+    )
     return (
         f"{report.project}: {report.outcome} — {report.files_seen:,} files seen, "
         f"{report.files_changed:,} indexed, {report.files_unchanged:,} unchanged, "
         f"{report.files_deleted:,} deleted, {report.files_failed:,} failed, "
         f"{skipped:,} skipped; {report.chunks_written:,} chunks written "
         f"({report.chunks_embedded:,} embedded, {report.cache_hits:,} from cache) "
-        f"in {total:.1f} s{rate}"
+        f"in {total:.1f} s{rate}{unavailable}"
     )
 
 
@@ -97,6 +101,8 @@ def format_status(status: dict[str, Any]) -> list[str]:
     for r in repos:
         counts = f"{r['files']:>8,} files {r['chunks']:>9,} chunks"
         lines.append(f"    {r['repo']:<{width}}  {counts}  {r['path']}")
+        if r.get("available") is False:
+            lines.append(f"    {'':<{width}}  unavailable: {r['problem']} (its files are kept)")
     last = status.get("last_sweep")
     if not last:
         lines.append("  last sweep: never")
@@ -111,6 +117,8 @@ def format_status(status: dict[str, Any]) -> list[str]:
         )
         if last.get("error"):
             lines.append(f"    error: {last['error']}")
+        for warning in last.get("warnings") or ():
+            lines.append(f"    warning: {warning}")
     if status.get("next_sweep_at"):
         lines.append(f"  next sweep: {_when(status['next_sweep_at'])}")
     if status.get("sweep_running"):

@@ -54,6 +54,11 @@ HIT_SCHEMA: dict[str, Any] = {
         "symbol": _NULLABLE_STRING,
         "score": {"type": "number"},
         "snippet": {"type": "string"},
+        "stale": {
+            "type": "boolean",
+            "description": "true when the hit's root is unavailable now (index_status says "
+            "why): the indexed text may be out of date",
+        },
     },
     "required": [
         "chunk_id",
@@ -176,6 +181,8 @@ LIST_REPOS_OUTPUT: dict[str, Any] = {
                     "root": {"type": "string"},
                     "files": {"type": "integer"},
                     "chunks": {"type": "integer"},
+                    "available": {"type": "boolean"},
+                    "problem": _NULLABLE_STRING,
                 },
                 "required": ["repo", "root", "files", "chunks"],
             },
@@ -306,7 +313,14 @@ def list_repos_handler(
         "indexed": status.indexed,
         "last_sweep_at": status.last_sweep_at,
         "repos": [
-            {"repo": r.repo, "root": r.path, "files": r.files, "chunks": r.chunks}
+            {
+                "repo": r.repo,
+                "root": r.path,
+                "files": r.files,
+                "chunks": r.chunks,
+                "available": r.available,
+                "problem": r.problem,
+            }
             for r in status.repos
         ],
     }

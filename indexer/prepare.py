@@ -1,0 +1,120 @@
+"""Preparing changed files for a sweep: read, hash, chunk, and the rows they will be stored as.
+
+Runs in the sweep's preparation thread, ahead of embedding. A file that cannot be read or
+chunked becomes a `Prepared` carrying its error (it fails alone); a file whose content did not
+change carries only the id of its row (its size and time are refreshed); binary content is a
+skip, not a failure. Chunk rows carry their keyword terms and their embedding-cache key.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from chunkers import Chunk, ChunkerConfig, chunk_file
+from indexer import lexical, store
+from indexer.report import SweepReport
+from indexer.walk import Candidate
+
+log = logging.getLogger("code_rag.sweep")
+
+BINARY_CONTENT = "binary content"
+
+
+@dataclass
+class Prepared:
+    """One changed file, read, hashed and chunked, with the vectors found in the cache."""
+
+    candidate: Candidate
+    sha256: str
+    language: str | None
+    chunks: tuple[Chunk, ...] = ()
+    hashes: tuple[str, ...] = ()
+    rows: tuple[store.ChunkRow, ...] = ()
+    error: str | None = None
+    touch_id: int | None = None  # same content as stored: only size/mtime change
+    skip: str | None = None  # not indexable after all (binary content)
+    row_id: int | None = None  # its stored row, to delete when skipped
+
+
+@dataclass
+class Batch:
+    files: list[Prepared]
+    cached: dict[str, Any]
+
+
+def content_hash(chunk: Chunk) -> str:
+    """The embedding-cache key: a chunk's symbol and text (its path is left out on purpose,
+    so renaming or moving a file reuses its vectors)."""
+    return hashlib.sha256(f"{chunk.symbol or ''}\n{chunk.content}".encode()).hexdigest()
+
+
+def clean(text: str) -> str:
+    return text.replace("\x00", "\ufffd")  # PostgreSQL text cannot hold NUL
+
+
+class Preparer:
+    """Prepares files for one sweep; `redo` means every file is re-chunked (a full sweep, a new
+    model or chunker) even where its content did not change."""
+
+    def __init__(self, chunker: ChunkerConfig, report: SweepReport, redo: bool) -> None:
+        self.chunker = chunker
+        self.report = report
+        self.redo = redo
+
+    def prepare(self, cand: Candidate, state: store.FileState | None) -> Prepared:
+        t = time.perf_counter()
+        try:
+            data = cand.absolute.read_bytes()
+        except OSError as exc:
+            self.report.add_time("read", time.perf_counter() - t)
+            return Prepared(cand, "", None, error=f"cannot read the file: {exc.strerror or exc}")
+        sha = hashlib.sha256(data).hexdigest()
+        self.report.add_time("read", time.perf_counter() - t)
+        if not self.redo and state is not None and state.error is None and state.sha256 == sha:
+            return Prepared(cand, sha, None, touch_id=state.id)
+        t = time.perf_counter()
+        try:
+            result = chunk_file(cand.path, data, self.chunker)
+        except Exception as exc:  # a chunker bug must cost one file, not the sweep
+            log.exception("chunking %s/%s failed", cand.repo, cand.path)
+            return Prepared(cand, sha, None, error=f"chunking failed: {exc}")
+        finally:
+            self.report.add_time("chunk", time.perf_counter() - t)
+        if result.refused:  # binary content: a skip, not a failure
+            return Prepared(
+                cand, sha, result.language, skip=BINARY_CONTENT, row_id=state.id if state else None
+            )
+        rows = self.rows(cand.path, result.chunks)
+        return Prepared(
+            cand,
+            sha,
+            result.language,
+            chunks=result.chunks,
+            hashes=tuple(row.content_sha256 for row in rows),
+            rows=rows,
+        )
+
+    def rows(self, path: str, chunks: tuple[Chunk, ...]) -> tuple[store.ChunkRow, ...]:
+        """Chunk rows without their vectors, keyword terms included (done here, in the
+        preparation thread, to keep the writing thread short)."""
+        path_terms = lexical.path_terms_text(path)
+        return tuple(
+            store.ChunkRow(
+                ordinal=i,
+                start_line=c.start_line,
+                end_line=c.end_line,
+                symbol=clean(c.symbol) if c.symbol else None,
+                kind=c.kind,
+                content=clean(c.content),
+                content_sha256=content_hash(c),
+                embedding=None,
+                symbol_terms=lexical.terms_text(c.symbol or ""),
+                path_terms=path_terms,
+                body_terms=lexical.terms_text(c.content),
+            )
+            for i, c in enumerate(chunks)
+        )
