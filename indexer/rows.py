@@ -83,6 +83,7 @@ class StoredChunk:
     kind: str
     language: str | None
     content: str
+    indexed_at: datetime | None = None  # when its file was last written to the index
 
 
 @dataclass(frozen=True, slots=True)

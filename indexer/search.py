@@ -12,11 +12,12 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from chunkers.detect import KNOWN_LANGUAGES
-from indexer import lexical, store, truncate
+from indexer import clock, lexical, store, truncate
 from indexer.db import Database
 from indexer.embed import Embedder, EmbeddingModel, ensure_same_model
 from indexer.errors import InvalidArgument
@@ -64,6 +65,7 @@ class SearchHit:
     score: float
     snippet: str
     stale: bool = False  # its root is unavailable now (missing, unreadable): indexed text
+    index_age_s: int | None = None  # seconds since its file was indexed
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -233,6 +235,7 @@ def search_code(
         ordered = sorted(scores, key=lambda cid: (-scores[cid], cid))[: top_k * 3]
         details = store.chunks_by_id(conn, project.name, ordered)
     hits = collapse(ordered, details, top_k)
+    now = clock.now()
     problems = {repo: _root_problem(project, repo) for repo in {row.repo for row in hits}}
     return [
         SearchHit(
@@ -240,9 +243,14 @@ def search_code(
             score=round(scores[row.chunk_id], 6),
             snippet=snippet_of(row.content),
             stale=problems[row.repo] is not None,
+            index_age_s=_age(row.indexed_at, now),
         )
         for row in hits
     ]
+
+
+def _age(indexed_at: datetime | None, now: datetime) -> int | None:
+    return None if indexed_at is None else max(0, int((now - indexed_at).total_seconds()))
 
 
 def _root_problem(project: Project, repo: str) -> str | None:

@@ -153,6 +153,13 @@ FILE_STATES = """
 SELECT id, repo, path, size, mtime_ns, sha256, chunk_count, error
   FROM {schema}.rag_file
 """
+# The rows at these paths, or under them (a folder that was deleted or moved away).
+FILE_STATES_AT = """
+SELECT f.id, f.repo, f.path, f.size, f.mtime_ns, f.sha256, f.chunk_count, f.error
+  FROM {schema}.rag_file f
+  JOIN unnest(%(repos)s::text[], %(paths)s::text[]) AS k(repo, path)
+    ON f.repo = k.repo AND (f.path = k.path OR starts_with(f.path, k.path || '/'))
+"""
 UPSERT_FILE = """
 INSERT INTO {schema}.rag_file
        (repo, path, size, mtime_ns, sha256, language, chunk_count, indexed_at, error, error_at)
@@ -347,7 +354,7 @@ SELECT c.id
 # Rows as `store.StoredChunk`.
 CHUNKS_BY_ID = """
 SELECT c.id AS chunk_id, f.repo, f.path, c.start_line, c.end_line, c.symbol, c.kind,
-       f.language, c.content
+       f.language, c.content, f.indexed_at
   FROM {schema}.rag_chunk c
   JOIN {schema}.rag_file f ON f.id = c.file_id
  WHERE c.id = ANY(%(ids)s)

@@ -218,6 +218,18 @@ def file_states(conn: Conn, project: str) -> dict[tuple[str, str], FileState]:
     return {(s.repo, s.path): s for s in states}
 
 
+def file_states_at(
+    conn: Conn, project: str, keys: Iterable[tuple[str, str]]
+) -> dict[tuple[str, str], FileState]:
+    """The rows of these (repo, path) pairs, and of every file under a pair that is a folder."""
+    pairs = sorted(set(keys))
+    if not pairs:
+        return {}
+    params = {"repos": [r for r, _ in pairs], "paths": [p for _, p in pairs]}
+    states: list[FileState] = _rows(conn, FileState, statement(sql.FILE_STATES_AT, project), params)
+    return {(s.repo, s.path): s for s in states}
+
+
 def upsert_file(conn: Conn, project: str, record: FileRecord, chunks: Sequence[ChunkRow]) -> int:
     """Write one file and exactly these chunks, all or nothing; return the file's id."""
     with conn.transaction():

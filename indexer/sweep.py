@@ -19,22 +19,22 @@ import queue
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterator
-from dataclasses import dataclass, field, replace
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
 import psycopg
 
-from chunkers import CHUNKER_VERSION, ChunkerConfig, embedding_text
+from chunkers import CHUNKER_VERSION, ChunkerConfig
 from indexer import clock, store
 from indexer.db import Database, database_error
 from indexer.embed import Embedder, EmbeddingModel, needs_reembed, reembed_warning
 from indexer.errors import RagError, SweepRunning
-from indexer.prepare import Batch, Prepared, Preparer
+from indexer.prepare import Batch, Preparer
 from indexer.project import Project
 from indexer.report import ProgressCallback, SweepProgress, SweepReport
-from indexer.walk import ROOT_EMPTY, Candidate, Walker, WalkOptions
+from indexer.walk import ROOT_EMPTY, Candidate, Walker, WalkOptions, storable
+from indexer.write import Writer
 
 log = logging.getLogger("code_rag.sweep")
 
@@ -77,6 +77,7 @@ class _Sweep:
         self.progress = progress
         self.started = time.perf_counter()
         self.redo = False  # every file is re-chunked (full sweep, new model or chunker)
+        self.writer = Writer(conn, project.name, embedder, report)
 
     # -- model bookkeeping -------------------------------------------------------------------
 
@@ -108,7 +109,7 @@ class _Sweep:
 
     def run(self, full: bool) -> None:
         report = self.report
-        redo = self.redo = self.prepare_index(full)
+        self.redo = self.prepare_index(full)
 
         t = time.perf_counter()
         walked = Walker(self.project, self.options.walk).walk()
@@ -129,19 +130,7 @@ class _Sweep:
             )
         seen = {(c.repo, c.path) for c in walked.files}
         gone = [s.id for key, s in states.items() if key not in seen and s.repo not in unavailable]
-        todo: list[tuple[Candidate, store.FileState | None]] = []
-        for cand in walked.files:
-            state = states.get((cand.repo, cand.path))
-            if (
-                not redo
-                and state is not None
-                and state.error is None
-                and state.size == cand.size
-                and state.mtime_ns == cand.mtime_ns
-            ):
-                report.files_unchanged += 1
-            else:
-                todo.append((cand, state))
+        todo = self._compare(walked.files, states)
         bulk = len(todo) >= BULK_LOAD_FILES and store.chunk_count(self.conn, self.name) == 0
         if bulk:
             store.drop_vector_index(self.conn, self.name)
@@ -165,6 +154,63 @@ class _Sweep:
         report.files_deleted += removed_roots + store.delete_files(self.conn, self.name, gone)
         self.conn.commit()
         report.add_time("delete", time.perf_counter() - t)
+
+    def ready_for_changes(self) -> bool:
+        """Whether changes can go in file by file: the project was swept with this model and
+        chunker (otherwise only a whole sweep brings it in line)."""
+        recorded = store.get_meta(self.conn, self.name, "embedding")
+        chunker = store.get_meta(self.conn, self.name, "chunker_version")
+        self.conn.commit()
+        return (
+            recorded is not None
+            and chunker == CHUNKER_VERSION
+            and not needs_reembed(EmbeddingModel.from_dict(recorded), self.embedder.identity)
+        )
+
+    def run_changes(self, changed: Mapping[str, Iterable[str]]) -> None:
+        """Bring just the `changed` paths (repo -> paths relative to its root) in line with
+        the disk: new and modified files indexed, files and folders gone deleted."""
+        report = self.report
+        t = time.perf_counter()
+        walker = Walker(self.project, self.options.walk)
+        found: list[Candidate] = []
+        keys: list[tuple[str, str]] = []
+        for root in self.project.roots:
+            rels = sorted(set(changed.get(root.name, ())))
+            keys.extend((root.name, storable(rel)) for rel in rels)
+            for item in walker.walk_paths(root, rels):
+                if isinstance(item, Candidate):
+                    found.append(item)
+                else:
+                    report.skipped[item.reason] = report.skipped.get(item.reason, 0) + 1
+        report.add_time("walk", time.perf_counter() - t)
+        report.files_seen = len(found)
+        states = store.file_states_at(self.conn, self.name, keys)
+        self.conn.commit()
+        seen = {(c.repo, c.path) for c in found}
+        gone = [s.id for key, s in states.items() if key not in seen]
+        self.index(self._compare(found, states))
+        report.files_deleted += store.delete_files(self.conn, self.name, gone)
+        self.conn.commit()
+
+    def _compare(
+        self, found: list[Candidate], states: Mapping[tuple[str, str], store.FileState]
+    ) -> list[tuple[Candidate, store.FileState | None]]:
+        """The files to read again: new, failed before, or changed in size or time."""
+        todo: list[tuple[Candidate, store.FileState | None]] = []
+        for cand in found:
+            state = states.get((cand.repo, cand.path))
+            if (
+                not self.redo
+                and state is not None
+                and state.error is None
+                and state.size == cand.size
+                and state.mtime_ns == cand.mtime_ns
+            ):
+                self.report.files_unchanged += 1
+            else:
+                todo.append((cand, state))
+        return todo
 
     def _unavailable_roots(
         self, problems: dict[str, str], states: dict[tuple[str, str], store.FileState]
@@ -209,7 +255,7 @@ class _Sweep:
                     break
                 if isinstance(item, BaseException):
                     raise item
-                self._embed_and_write(item)
+                self.writer.embed_and_write(item)
                 done += len(item.files)
                 self._progress("index", done, len(todo))
         finally:
@@ -243,117 +289,6 @@ class _Sweep:
             out.put(_DONE)
         except BaseException as exc:  # handed to the main thread, which raises it
             out.put(exc)
-
-    def _embed_and_write(self, batch: Batch) -> None:
-        report = self.report
-        vectors: dict[str, Any] = dict(batch.cached)
-        wanted: dict[str, tuple[str, str]] = {}  # hash -> (text, label), first occurrence
-        for f in batch.files:
-            for chunk, h in zip(f.chunks, f.hashes, strict=True):
-                if h in vectors:
-                    report.cache_hits += 1
-                elif h not in wanted:
-                    label = (
-                        f"{f.candidate.repo}/{f.candidate.path}:{chunk.start_line}-{chunk.end_line}"
-                    )
-                    if chunk.symbol:
-                        label += f" {chunk.symbol}"
-                    wanted[h] = (embedding_text(chunk, f.candidate.path), label)
-        refused: dict[str, str] = {}
-        if wanted:
-            t = time.perf_counter()
-            try:
-                self._embed(list(wanted), wanted, vectors, refused)
-            except RagError:
-                raise  # the embedder as a whole failed (unreachable, wrong model): stop
-            except Exception:  # something in this batch broke it: find the file, spare the rest
-                log.exception("embedding a batch of %s failed; retrying file by file", self.name)
-                self._embed_file_by_file(batch, wanted, vectors, refused)
-            report.add_time("embed", time.perf_counter() - t)
-        t = time.perf_counter()
-        self._write(batch, vectors, refused)
-        report.add_time("store", time.perf_counter() - t)
-
-    def _embed(
-        self,
-        keys: list[str],
-        wanted: dict[str, tuple[str, str]],
-        vectors: dict[str, Any],
-        refused: dict[str, str],
-    ) -> None:
-        """Embed the texts of `keys`; their vectors into `vectors`, refusals into `refused`."""
-        report = self.report
-        result = self.embedder.embed_documents(
-            [wanted[k][0] for k in keys], [wanted[k][1] for k in keys]
-        )
-        report.embed_requests += result.requests
-        report.embed_retries += result.retries
-        report.embed_truncated += len(result.truncated)
-        report.chunks_embedded += sum(v is not None for v in result.vectors)
-        for key, vector in zip(keys, result.vectors, strict=True):
-            if vector is not None:
-                vectors[key] = np.asarray(vector, dtype=np.float32)
-        for r in result.refused:
-            refused[keys[r.index]] = f"the embedder refused {r.label}: {r.reason}"
-
-    def _embed_file_by_file(
-        self,
-        batch: Batch,
-        wanted: dict[str, tuple[str, str]],
-        vectors: dict[str, Any],
-        refused: dict[str, str],
-    ) -> None:
-        """After an unexpected embedder failure: each file's chunks alone, so one input the
-        embedder cannot take fails its own file only."""
-        for f in batch.files:
-            keys = [h for h in dict.fromkeys(f.hashes) if h in wanted and h not in vectors]
-            if not keys:
-                continue
-            try:
-                self._embed(keys, wanted, vectors, refused)
-            except RagError:
-                raise
-            except Exception as exc:
-                reason = f"the embedder failed on this file ({type(exc).__name__}: {exc})"
-                refused.update(dict.fromkeys(keys, reason[:500]))
-
-    def _write(self, batch: Batch, vectors: dict[str, Any], refused: dict[str, str]) -> None:
-        conn, report = self.conn, self.report
-        for f in batch.files:
-            cand = f.candidate
-            if f.touch_id is not None:
-                store.touch_file(conn, self.name, f.touch_id, cand.size, cand.mtime_ns)
-                report.files_unchanged += 1
-                continue
-            if f.skip is not None:
-                report.skipped[f.skip] = report.skipped.get(f.skip, 0) + 1
-                report.files_seen -= 1
-                if f.row_id is not None:
-                    report.files_deleted += store.delete_files(conn, self.name, [f.row_id])
-                continue
-            reason = f.error or next((refused[h] for h in f.hashes if h in refused), None)
-            if reason is None:
-                try:
-                    self._upsert(f, vectors)
-                    report.files_changed += 1
-                    report.chunks_written += len(f.chunks)
-                    continue
-                except psycopg.OperationalError:
-                    raise
-                except psycopg.Error as exc:
-                    reason = f"could not be stored: {str(exc).strip().splitlines()[0]}"
-            store.record_file_error(conn, self.name, cand.repo, cand.path, reason, f.language)
-            report.fail_file(cand.repo, cand.path, reason)
-            log.warning("%s/%s: %s", cand.repo, cand.path, reason)
-        conn.commit()
-
-    def _upsert(self, f: Prepared, vectors: dict[str, Any]) -> None:
-        cand = f.candidate
-        rows = [replace(row, embedding=vectors[row.content_sha256]) for row in f.rows]
-        record = store.FileRecord(
-            cand.repo, cand.path, cand.size, cand.mtime_ns, f.sha256, f.language
-        )
-        store.upsert_file(self.conn, self.name, record, rows)
 
     def _progress(self, phase: str, done: int, total: int) -> None:
         if self.progress is not None:
@@ -416,6 +351,37 @@ def sweep_project(
                     time.perf_counter() - started,
                 )
             )
+    return report
+
+
+def apply_changes(
+    db: Database,
+    project: Project,
+    embedder: Embedder,
+    changed: Mapping[str, Iterable[str]],
+    options: SweepOptions = SweepOptions(),
+) -> SweepReport | None:
+    """Index just the `changed` paths (repo -> paths relative to its root, as file events
+    name them) through the sweep's own per-file path: the same lock (waited for), savepoints
+    and embedding cache. Returns its report (not stored: a save is not a sweep), or None when
+    the project needs a whole sweep first (never swept, or another model or chunker)."""
+    report = SweepReport(project=project.name, started_at=clock.now_iso())
+    started = time.perf_counter()
+    with (
+        _sweep_lock(db, project.name, wait=True),
+        db.connection(f"indexing {project.name}") as conn,
+    ):
+        run = _Sweep(db, conn, project, embedder, options, report, None)
+        try:
+            if not store.project_exists(conn, project.name) or not run.ready_for_changes():
+                return None
+            run.run_changes(changed)
+        except BaseException:
+            _rollback(conn)
+            raise
+    report.outcome = "partial" if report.files_failed else "ok"
+    report.finished_at = clock.now_iso()
+    report.add_time("total", time.perf_counter() - started)
     return report
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import stat
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -102,6 +102,11 @@ class WalkResult:
 
     def skipped_by_reason(self) -> dict[str, int]:
         return dict(Counter(s.reason for s in self.skipped).most_common())
+
+
+def _stored(item: Candidate | Skipped) -> Candidate | Skipped:
+    path = storable(item.path)
+    return replace(item, path=path) if path != item.path else item
 
 
 def root_problem(path: Path) -> str | None:
@@ -242,6 +247,60 @@ class Walker:
                     yield from self._walk_dir(repo, base, Path(entry.path), rel, ignores)
                 continue
             yield self._consider(repo, rel, Path(entry.path), ignores)
+
+    def walk_paths(self, root: Root, rels: Iterable[str]) -> Iterator[Candidate | Skipped]:
+        """Just these paths under `root` (as file events name them), judged by the same rules
+        as a walk: a file alone, a folder with everything under it; a path where nothing is
+        (deleted) yields nothing."""
+        base = root.path.resolve()
+        for rel in rels:
+            parents = self._ancestors(root.name, base, rel)
+            if isinstance(parents, Skipped):
+                yield _stored(parents)
+                continue
+            path = base / rel
+            if path.is_dir() and not path.is_symlink():
+                items: Iterable[Candidate | Skipped] = self._walk_dir(
+                    root.name, base, path, rel, parents
+                )
+            elif path.is_symlink() or path.exists():
+                items = [self._link_or_file(root.name, base, rel, path, parents)]
+            else:
+                items = ()
+            for item in items:
+                yield _stored(item)
+
+    def _ancestors(self, repo: str, base: Path, rel: str) -> _Ignores | Skipped:
+        """The gitignore rules in force for `rel`'s folder, or why one of its folders is
+        skipped (as the walk would have skipped it)."""
+        layers: list[tuple[str, pathspec.GitIgnoreSpec]] = []
+        exclude = _read_ignore(base / ".git" / "info" / "exclude")
+        if exclude:
+            layers.append(("", exclude))
+        ignores = _Ignores(layers).entered("", base)
+        parts = rel.split("/")
+        for depth in range(1, len(parts)):
+            rel_dir = "/".join(parts[:depth])
+            if self.skip_dirs and self.skip_dirs.match_file(parts[depth - 1] + "/"):
+                return Skipped(repo, rel_dir + "/", SKIPPED_DIR)
+            if ignores.ignored(rel_dir, is_dir=True):
+                return Skipped(repo, rel_dir + "/", GITIGNORED)
+            if self.exclude and self.exclude.match_file(rel_dir + "/"):
+                return Skipped(repo, rel_dir + "/", EXCLUDED)
+            ignores = ignores.entered(rel_dir, base / rel_dir)
+        return ignores
+
+    def _link_or_file(
+        self, repo: str, base: Path, rel: str, path: Path, ignores: _Ignores
+    ) -> Candidate | Skipped:
+        if path.is_symlink():
+            try:
+                target = path.resolve(strict=True)
+            except (OSError, RuntimeError):
+                return Skipped(repo, rel, BROKEN_LINK)
+            if not target.is_relative_to(base):
+                return Skipped(repo, rel, SYMLINK_OUT)
+        return self._consider(repo, rel, path, ignores)
 
     def _consider(self, repo: str, rel: str, path: Path, ignores: _Ignores) -> Candidate | Skipped:
         name = rel.rsplit("/", 1)[-1]

@@ -47,6 +47,7 @@ from rag_server.jsonrpc import FORBIDDEN, INVALID_REQUEST, NOT_FOUND, RpcError
 from rag_server.scheduler import SweepScheduler
 from rag_server.service import Service
 from rag_server.tools import ProjectTools
+from rag_server.watch import Watchers
 
 log = logging.getLogger("code_rag.app")
 
@@ -213,9 +214,11 @@ def create_app(
     database: Database | None = None,
     embedder: Embedder | None = None,
     schedule: bool = True,
+    watch: bool = True,
 ) -> Litestar:
     """The app for `settings`. A given database or embedder is used as is and left open; the
-    rest is opened in the lifespan (off the event loop) and closed on the way out."""
+    rest is opened in the lifespan (off the event loop) and closed on the way out. File events
+    are followed when `watch` and the settings' `[indexer] watch` both say so."""
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Litestar) -> AsyncIterator[None]:
@@ -229,12 +232,20 @@ def create_app(
             model = await anyio.to_thread.run_sync(make_settings_embedder, settings)
         service = Service(settings, db, model)
         scheduler = SweepScheduler(service) if schedule else None
+        watchers = None
+        if watch and settings.indexer.watch:
+            watchers = Watchers(service, settings.indexer.watch_debounce_ms)
+            service.watch_state = watchers.status
         app.state.service = service
         try:
+            if watchers is not None:
+                watchers.start()
             if scheduler is not None:
                 await anyio.to_thread.run_sync(scheduler.start)
             yield
         finally:
+            if watchers is not None:
+                await anyio.to_thread.run_sync(watchers.stop)
             if scheduler is not None:
                 scheduler.shutdown()
             await anyio.to_thread.run_sync(service.close)

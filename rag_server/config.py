@@ -35,6 +35,8 @@ DEFAULT_CONFIG_NAME = "application.ini"
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 17080
 DEFAULT_SWEEP_INTERVAL_MINUTES = 10
+# How long file events gather into one batch: a burst of saves or a checkout is applied once.
+DEFAULT_WATCH_DEBOUNCE_MS = 300
 DEFAULT_DATA = ".data"
 DEFAULT_PROJECTS = "rag-projects.json"
 TOKEN_FILE = "token"
@@ -69,6 +71,8 @@ class IndexerSettings:
     sweep_interval_minutes: int = DEFAULT_SWEEP_INTERVAL_MINUTES
     files_per_commit: int = DEFAULT_FILES_PER_COMMIT
     max_file_bytes: int = DEFAULT_MAX_FILE_BYTES
+    watch: bool = True  # follow file events between sweeps
+    watch_debounce_ms: int = DEFAULT_WATCH_DEBOUNCE_MS
 
 
 @dataclass(frozen=True)
@@ -114,10 +118,16 @@ INI_KEYS: dict[str, dict[str, tuple[str, Any]]] = {
         "sweep_interval_minutes": _int(1, 10_080),
         "files_per_commit": _int(1, 100_000),
         "max_file_bytes": _int(1, 1_000_000_000),
+        "watch": ("true or false", bool),
+        "watch_debounce_ms": _int(10, 60_000),
     },
     "search": {"ef_search": _int(1, 1000)},
     "paths": {"data": ("a folder path", str), "projects": ("a file path", str)},
 }
+
+
+BOOLEAN_WORDS = {"true": True, "yes": True, "on": True, "1": True}
+BOOLEAN_WORDS.update({"false": False, "no": False, "off": False, "0": False})
 
 
 def _parse_value(file: Path, section: str, key: str, raw: str) -> Any:
@@ -133,6 +143,11 @@ def _parse_value(file: Path, section: str, key: str, raw: str) -> Any:
         if not lo <= number <= hi:
             raise ConfigError(f"{where} is out of range: expected {expected}")
         return number
+    if spec is bool:
+        flag = value.lower()
+        if flag not in BOOLEAN_WORDS:
+            raise ConfigError(f"{where} is not valid: expected {expected}")
+        return BOOLEAN_WORDS[flag]
     if isinstance(spec, tuple):
         if value not in spec:
             raise ConfigError(f"{where} is not valid: expected {expected}")

@@ -123,6 +123,14 @@ def format_status(status: dict[str, Any]) -> list[str]:
         lines.append(f"  next sweep: {_when(status['next_sweep_at'])}")
     if status.get("sweep_running"):
         lines.append("  a sweep is running now")
+    if status.get("watching"):
+        pending = status.get("pending_changes") or 0
+        lines.append(
+            f"  file events: followed ({pending:,} pending, last change applied "
+            f"{_when(status.get('last_change_at'))})"
+        )
+    elif status.get("watch_error"):
+        lines.append(f"  file events: {status['watch_error']}")
     failures = status.get("failures") or []
     if failures:
         lines.append(f"  failures ({status['failed_files']:,}):")

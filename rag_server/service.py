@@ -30,7 +30,16 @@ from rag_server.config import Settings, select_projects, sweep_options
 
 log = logging.getLogger("code_rag.service")
 
-BACKGROUND_SWEEPS = 2  # admin-started sweeps running at once (each holds one connection)
+BACKGROUND_SWEEPS = 2
+# The status of a project whose file events are not followed (watching off in the settings).
+WATCH_OFF: dict[str, Any] = {
+    "watching": False,
+    "watch_error": None,
+    "pending_changes": 0,
+    "last_change_at": None,
+    "changes_applied": 0,
+    "batches_applied": 0,
+}  # admin-started sweeps running at once (each holds one connection)
 
 Trigger = str  # "startup" | "schedule" | "admin" | "cli"
 
@@ -96,6 +105,8 @@ class Service:
         self._pool = ThreadPoolExecutor(BACKGROUND_SWEEPS, thread_name_prefix="code-rag-sweep")
         # Set by the scheduler when it runs: the next scheduled sweep of a project.
         self.next_sweep_at: Callable[[str], datetime | None] = lambda _name: None
+        # Set by the file watchers when they run: what they say of a project.
+        self.watch_state: Callable[[str], dict[str, Any] | None] = lambda _name: None
 
     # --- projects -----------------------------------------------------------------------------
 
@@ -189,6 +200,14 @@ class Service:
         log.info("sweep of %s ended: %s", name, outcome)
         return finished
 
+    def sweep_quietly(self, name: str, *, trigger: Trigger) -> None:
+        """Sweep now unless this process already sweeps the project (that sweep, or the next
+        scheduled one, picks the changes up)."""
+        try:
+            self.sweep(name, trigger=trigger)
+        except SweepRunning:
+            log.info("sweep of %s (%s) not started: one is running", name, trigger)
+
     def start_sweeps(
         self, names: Iterable[str], *, full: bool = False, trigger: Trigger = "admin"
     ) -> tuple[str, dict[str, str]]:
@@ -245,6 +264,7 @@ class Service:
             next_sweep_at=iso(self.next_sweep_at(name)),
             sweep_interval_minutes=self.settings.indexer.sweep_interval_minutes,
         )
+        data.update(self.watch_state(name) or WATCH_OFF)
         return data
 
     def close(self) -> None:

@@ -54,6 +54,10 @@ HIT_SCHEMA: dict[str, Any] = {
         "symbol": _NULLABLE_STRING,
         "score": {"type": "number"},
         "snippet": {"type": "string"},
+        "index_age_s": {
+            "type": ["integer", "null"],
+            "description": "seconds since the hit's file was indexed (file events keep it fresh)",
+        },
         "stale": {
             "type": "boolean",
             "description": "true when the hit's root is unavailable now (index_status says "

@@ -231,6 +231,7 @@ def serve(
     schedule: bool = False,
     embedder: Embedder | None = None,
     interval_minutes: int = 10,
+    watch: bool = False,
 ) -> Iterator[Served]:
     """Serve `projects` until the generator is closed; drop their schemas afterwards."""
     settings = server_settings(
@@ -241,6 +242,7 @@ def serve(
         database=database,
         embedder=embedder or standin_embedder(standin),
         schedule=schedule,
+        watch=watch,
     )
     server = ServerThread(app).start()
     served = Served(server, settings, app)

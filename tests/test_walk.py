@@ -6,7 +6,7 @@ import os
 from pathlib import Path
 
 from indexer.project import Project, Root
-from indexer.walk import WalkOptions, walk_project
+from indexer.walk import Candidate, Walker, WalkOptions, walk_project
 
 
 def make(root: Path, *paths: str, text: str = "x = 1\n") -> None:
@@ -100,3 +100,39 @@ def test_symlinks_inside_the_root_are_kept_outside_refused(tmp_path: Path) -> No
         "symlink leading out of the root": 2,
         "broken symlink": 1,
     }
+
+
+def test_a_path_alone_is_judged_as_the_walk_judges_it(tmp_path: Path) -> None:
+    # File events name single paths; each must get the walk's own verdict (kept, or skipped
+    # with the same reason), whatever folder rule or gitignore decides it.
+    make(
+        tmp_path,
+        "app.py", "debug.log", "keep.log", "todo.txt", "sub/todo.txt", "logs/a.py",
+        "sub/logs/b.py", "sub/x.tmp", "sub/inner/x.tmp", "sub/inner/y.tmp", "generated/a.py",
+        "node_modules/pkg/index.js", ".env", "src/deep/er/mod.py", "empty.py",
+    )  # fmt: skip
+    (tmp_path / "empty.py").write_text("", encoding="utf-8")
+    (tmp_path / ".gitignore").write_text(
+        "*.log\n!keep.log\n/todo.txt\nlogs/\ngenerated\n", encoding="utf-8"
+    )
+    (tmp_path / "sub" / ".gitignore").write_text("*.tmp\n", encoding="utf-8")
+    (tmp_path / "sub" / "inner" / ".gitignore").write_text("!y.tmp\n", encoding="utf-8")
+    os.symlink("/etc/passwd", tmp_path / "out.py")
+    root = Root(tmp_path, "r")
+    walker = Walker(Project("p", (root,)))
+    walked = walker.walk()
+    verdicts = {c.path: "indexed" for c in walked.files}
+    verdicts.update({s.path: s.reason for s in walked.skipped})
+    for rel in sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*")):
+        if (tmp_path / rel).is_dir() and not (tmp_path / rel).is_symlink():
+            continue
+        [alone] = list(walker.walk_paths(root, [rel]))
+        got = "indexed" if isinstance(alone, Candidate) else alone.reason
+        # A file inside a skipped folder is reported by that folder's path in a walk.
+        folder = next((f for f in verdicts if f.endswith("/") and rel.startswith(f)), None)
+        assert got == verdicts[folder or rel], rel
+    # A folder named by an event brings in what is under it; a deleted path brings nothing.
+    assert sorted(c.path for c in walker.walk_paths(root, ["sub"]) if isinstance(c, Candidate)) == [
+        "sub/.gitignore", "sub/inner/.gitignore", "sub/inner/y.tmp", "sub/todo.txt",
+    ]  # fmt: skip
+    assert list(walker.walk_paths(root, ["gone.py"])) == []

@@ -22,7 +22,7 @@ sys.path.insert(0, str(REPO))
 
 from psycopg import sql as pgsql  # noqa: E402
 
-import indexer.sweep as sweep_module  # noqa: E402
+import indexer.write as sweep_module  # noqa: E402
 from chunkers import Chunk, ChunkerConfig, embedding_text  # noqa: E402
 from indexer import lexical, store  # noqa: E402
 from indexer.db import Database  # noqa: E402

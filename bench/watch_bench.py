@@ -1,0 +1,160 @@
+"""Freshness benchmark: how long after a save `search_code` (over HTTP) returns the new code.
+
+A small project (copies of this checkout's `indexer/*.py`) is indexed with the default local
+embedder and served in this process with file events on (the default). Each round writes a new
+file holding a unique word, then polls `search_code` for that word every 20 ms until the file is
+the first hit; then rewrites it with another word (a change), then deletes it and waits until it
+is no longer returned. Times run from the write to the first answer that shows it.
+
+    .venv/bin/python bench/watch_bench.py                 # 30 rounds
+    .venv/bin/python bench/watch_bench.py --rounds 50 --debounce-ms 300
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+sys.path.insert(0, str(HERE.parent / "tests"))
+
+import httpx  # noqa: E402
+from machine import describe  # noqa: E402
+
+from indexer.db import Database  # noqa: E402
+from indexer.embedders import make_embedder  # noqa: E402
+from indexer.project import Project, Root  # noqa: E402
+from indexer.sweep import sweep_project  # noqa: E402
+from rag_server.app import create_app  # noqa: E402
+from rag_server.config import (  # noqa: E402
+    DatabaseSettings,
+    EmbeddingSettings,
+    IndexerSettings,
+    SearchSettings,
+    ServerSettings,
+    Settings,
+)
+
+PROJECT = "bench_watch"
+TOKEN = "bench-token-0123456789abcdef"
+POLL_S = 0.02
+TIMEOUT_S = 30.0
+
+
+def search_paths(client: httpx.Client, url: str, word: str) -> list[str]:
+    response = client.post(
+        url,
+        json={
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "tools/call",
+            "params": {"name": "search_code", "arguments": {"query": word, "top_k": 3}},
+        },
+        headers={"MCP-Protocol-Version": "2025-11-25"},
+    )
+    result: dict[str, Any] = response.json()["result"]
+    return [hit["path"] for hit in result["structuredContent"]["hits"]]
+
+
+def wait_until(check: Callable[[], bool]) -> float:
+    """Seconds until `check` holds (polled every POLL_S), from now."""
+    started = time.perf_counter()
+    while time.perf_counter() - started < TIMEOUT_S:
+        if check():
+            return time.perf_counter() - started
+        time.sleep(POLL_S)
+    raise TimeoutError("the index did not follow the change within 30 s")
+
+
+def pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--rounds", type=int, default=30)
+    parser.add_argument("--debounce-ms", type=int, default=IndexerSettings().watch_debounce_ms)
+    args = parser.parse_args()
+    logging.getLogger("httpx").setLevel(logging.WARNING)
+
+    from server_fixtures import ServerThread
+
+    work = Path(tempfile.mkdtemp(prefix="code-rag-watch-bench-"))
+    work.chmod(0o755)  # the embedded server runs as its own user
+    root = work / "src"
+    shutil.copytree(HERE.parent / "indexer", root, ignore=shutil.ignore_patterns("__pycache__"))
+    db = Database("", work / ".data").open()
+    embedder = make_embedder("local")
+    project = Project(PROJECT, (Root(root.resolve(), "src"),))
+    first = sweep_project(db, project, embedder)
+    settings = Settings(
+        config_path=work / "application.ini",
+        data_dir=work / ".data",
+        projects_path=work / "rag-projects.json",
+        server=ServerSettings("127.0.0.1", 0, TOKEN),
+        database=DatabaseSettings(""),
+        embedding=EmbeddingSettings("local"),
+        indexer=IndexerSettings(watch_debounce_ms=args.debounce_ms),
+        search=SearchSettings(),
+        projects={PROJECT: project},
+    )
+    app = create_app(settings, database=db, embedder=embedder, schedule=False)
+    added: list[float] = []
+    changed: list[float] = []
+    deleted: list[float] = []
+    try:
+        with (
+            ServerThread(app) as server,
+            httpx.Client(headers={"X-RAG-Token": TOKEN}, timeout=30) as client,
+        ):
+            url = server.url(PROJECT)
+            wait_until(lambda: bool(app.state.service.status(PROJECT)["watching"]))
+            search_paths(client, url, "warm up the model and the pool")
+            for i in range(args.rounds):
+                target = root / f"fresh_{i:03d}.py"
+                name = target.name
+                new, other = f"freshalpha{i:03d}qz", f"freshbeta{i:03d}qz"
+
+                def first_is(word: str, path: str = name) -> Callable[[], bool]:
+                    return lambda: search_paths(client, url, word)[:1] == [path]
+
+                def absent(word: str, path: str = name) -> Callable[[], bool]:
+                    return lambda: path not in search_paths(client, url, word)
+
+                target.write_text(f"def {new}(payload):\n    return payload\n")
+                added.append(wait_until(first_is(new)))
+                target.write_text(f"def {other}(payload):\n    return payload\n")
+                changed.append(wait_until(first_is(other)))
+                target.unlink()
+                deleted.append(wait_until(absent(other)))
+                time.sleep(0.2)
+    finally:
+        db.close()
+        shutil.rmtree(work, ignore_errors=True)
+
+    print(f"machine: {describe()}")
+    print(
+        f"project: {first.files_seen} files, {first.chunks_written} chunks; model "
+        f"{embedder.identity.describe()}; debounce {args.debounce_ms} ms; {args.rounds} rounds"
+    )
+    print("| change | p50 s | p95 s | max s |")
+    print("|---|---:|---:|---:|")
+    for name, values in (("new file", added), ("changed file", changed), ("deleted file", deleted)):
+        print(
+            f"| {name} | {statistics.median(values):.2f} | {pct(values, 0.95):.2f} | "
+            f"{max(values):.2f} |"
+        )
+
+
+if __name__ == "__main__":
+    main()

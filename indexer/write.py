@@ -1,0 +1,150 @@
+"""Embedding a batch of prepared files and writing them, each file in its own savepoint.
+
+Vectors found in the embedding cache (by chunk content hash) are reused; the rest are embedded
+in one request batch spanning files. A file whose chunks the embedder refused, or whose rows
+the database refused, fails alone: recorded with its reason (its previous rows kept), retried
+next sweep. An unexpected embedder failure on a batch is retried file by file, so one input
+the embedder cannot take costs its own file only.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+import psycopg
+
+from chunkers import embedding_text
+from indexer import store
+from indexer.embed import Embedder
+from indexer.errors import RagError
+from indexer.prepare import Batch, Prepared
+from indexer.report import SweepReport
+
+log = logging.getLogger("code_rag.sweep")
+
+
+class Writer:
+    """Embeds and writes the batches of one sweep on its connection."""
+
+    def __init__(
+        self, conn: store.Conn, name: str, embedder: Embedder, report: SweepReport
+    ) -> None:
+        self.conn = conn
+        self.name = name
+        self.embedder = embedder
+        self.report = report
+
+    def embed_and_write(self, batch: Batch) -> None:
+        report = self.report
+        vectors: dict[str, Any] = dict(batch.cached)
+        wanted: dict[str, tuple[str, str]] = {}  # hash -> (text, label), first occurrence
+        for f in batch.files:
+            for chunk, h in zip(f.chunks, f.hashes, strict=True):
+                if h in vectors:
+                    report.cache_hits += 1
+                elif h not in wanted:
+                    label = (
+                        f"{f.candidate.repo}/{f.candidate.path}:{chunk.start_line}-{chunk.end_line}"
+                    )
+                    if chunk.symbol:
+                        label += f" {chunk.symbol}"
+                    wanted[h] = (embedding_text(chunk, f.candidate.path), label)
+        refused: dict[str, str] = {}
+        if wanted:
+            t = time.perf_counter()
+            try:
+                self._embed(list(wanted), wanted, vectors, refused)
+            except RagError:
+                raise  # the embedder as a whole failed (unreachable, wrong model): stop
+            except Exception:  # something in this batch broke it: find the file, spare the rest
+                log.exception("embedding a batch of %s failed; retrying file by file", self.name)
+                self._embed_file_by_file(batch, wanted, vectors, refused)
+            report.add_time("embed", time.perf_counter() - t)
+        t = time.perf_counter()
+        self._write(batch, vectors, refused)
+        report.add_time("store", time.perf_counter() - t)
+
+    def _embed(
+        self,
+        keys: list[str],
+        wanted: dict[str, tuple[str, str]],
+        vectors: dict[str, Any],
+        refused: dict[str, str],
+    ) -> None:
+        """Embed the texts of `keys`; their vectors into `vectors`, refusals into `refused`."""
+        report = self.report
+        result = self.embedder.embed_documents(
+            [wanted[k][0] for k in keys], [wanted[k][1] for k in keys]
+        )
+        report.embed_requests += result.requests
+        report.embed_retries += result.retries
+        report.embed_truncated += len(result.truncated)
+        report.chunks_embedded += sum(v is not None for v in result.vectors)
+        for key, vector in zip(keys, result.vectors, strict=True):
+            if vector is not None:
+                vectors[key] = np.asarray(vector, dtype=np.float32)
+        for r in result.refused:
+            refused[keys[r.index]] = f"the embedder refused {r.label}: {r.reason}"
+
+    def _embed_file_by_file(
+        self,
+        batch: Batch,
+        wanted: dict[str, tuple[str, str]],
+        vectors: dict[str, Any],
+        refused: dict[str, str],
+    ) -> None:
+        """After an unexpected embedder failure: each file's chunks alone, so one input the
+        embedder cannot take fails its own file only."""
+        for f in batch.files:
+            keys = [h for h in dict.fromkeys(f.hashes) if h in wanted and h not in vectors]
+            if not keys:
+                continue
+            try:
+                self._embed(keys, wanted, vectors, refused)
+            except RagError:
+                raise
+            except Exception as exc:
+                reason = f"the embedder failed on this file ({type(exc).__name__}: {exc})"
+                refused.update(dict.fromkeys(keys, reason[:500]))
+
+    def _write(self, batch: Batch, vectors: dict[str, Any], refused: dict[str, str]) -> None:
+        conn, report = self.conn, self.report
+        for f in batch.files:
+            cand = f.candidate
+            if f.touch_id is not None:
+                store.touch_file(conn, self.name, f.touch_id, cand.size, cand.mtime_ns)
+                report.files_unchanged += 1
+                continue
+            if f.skip is not None:
+                report.skipped[f.skip] = report.skipped.get(f.skip, 0) + 1
+                report.files_seen -= 1
+                if f.row_id is not None:
+                    report.files_deleted += store.delete_files(conn, self.name, [f.row_id])
+                continue
+            reason = f.error or next((refused[h] for h in f.hashes if h in refused), None)
+            if reason is None:
+                try:
+                    self._upsert(f, vectors)
+                    report.files_changed += 1
+                    report.chunks_written += len(f.chunks)
+                    continue
+                except psycopg.OperationalError:
+                    raise
+                except psycopg.Error as exc:
+                    reason = f"could not be stored: {str(exc).strip().splitlines()[0]}"
+            store.record_file_error(conn, self.name, cand.repo, cand.path, reason, f.language)
+            report.fail_file(cand.repo, cand.path, reason)
+            log.warning("%s/%s: %s", cand.repo, cand.path, reason)
+        conn.commit()
+
+    def _upsert(self, f: Prepared, vectors: dict[str, Any]) -> None:
+        cand = f.candidate
+        rows = [replace(row, embedding=vectors[row.content_sha256]) for row in f.rows]
+        record = store.FileRecord(
+            cand.repo, cand.path, cand.size, cand.mtime_ns, f.sha256, f.language
+        )
+        store.upsert_file(self.conn, self.name, record, rows)
