@@ -8,6 +8,7 @@ are unchanged. The same files are windowed for the plain baseline (baseline.py).
 
     .venv/bin/python bench/eval/questions_eval.py                 # test split
     .venv/bin/python bench/eval/questions_eval.py --split tune
+    .venv/bin/python bench/eval/questions_eval.py --ranks      # also each query's ranks
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from baseline import PlainBaseline, corpus_windows, window_vectors  # noqa: E402
 from compare import (  # noqa: E402
     CachedQueries,
     Gold,
+    Scores,
     evaluate,
     group_table,
     paired,
@@ -63,6 +65,7 @@ def run(
     ranking: search.Ranking = search.DEFAULT_RANKING,
     ef_search: int = 400,
     cache: Path = sources.CACHE,
+    show_ranks: bool = False,
 ) -> None:
     """Index (or reuse), then print the system table, per language and per kind of question."""
     questions = ensure_valid(cache=cache)
@@ -99,8 +102,32 @@ def run(
         print(group_table(results, [g.language for g in golds], "language"))
         print(f"\n## questions per kind ({split} split)\n")
         print(group_table(results, [q.kind for q in chosen], "kind"))
+        if show_ranks:
+            print(rank_table(results, chosen))
     finally:
         db.close()
+
+
+def rank_table(results: dict[str, list[Scores]], chosen: Sequence[Question]) -> str:
+    """Each query's rank in every system (- when not in the top 10), worst for code-rag first."""
+    systems = list(results)
+    lines = [
+        "\n## ranks per query\n",
+        "| id | kind | " + " | ".join(systems) + " | query |",
+        "|---|---|" + "---:|" * len(systems) + "---|",
+    ]
+
+    def rank(system: str, i: int) -> int:
+        r = results[system][i].ranks[0]
+        return r if r is not None else 99
+
+    order = sorted(range(len(chosen)), key=lambda i: (-rank("code-rag hybrid", i), chosen[i].qid))
+    for i in order:
+        cells = [str(r) if (r := rank(s, i)) != 99 else "-" for s in systems]
+        lines.append(
+            f"| {chosen[i].qid} | {chosen[i].kind} | {' | '.join(cells)} | {chosen[i].text} |"
+        )
+    return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -109,8 +136,16 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--limit", type=int, default=0, help="first N queries only")
     ap.add_argument("--ef-search", type=int, default=400)
     ap.add_argument("--cache", type=Path, default=sources.CACHE)
+    ap.add_argument("--ranks", action="store_true", help="each query's rank in every system")
     args = ap.parse_args(argv)
-    run(make_embedder("local"), args.split, args.limit, ef_search=args.ef_search, cache=args.cache)
+    run(
+        make_embedder("local"),
+        args.split,
+        args.limit,
+        ef_search=args.ef_search,
+        cache=args.cache,
+        show_ranks=args.ranks,
+    )
 
 
 if __name__ == "__main__":
