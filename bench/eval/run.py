@@ -18,7 +18,7 @@ vectors are embedded once and cached, so latencies are the search's own).
     .venv/bin/python bench/eval/run.py --eval docstring --ablations  # what each choice gains
     .venv/bin/python bench/eval/run.py --eval docstring --header none  # no header in embeddings
 
-A first run embeds ~2,400 + ~1,200 chunks and ~2,900 + ~1,300 baseline windows: about an hour
+A first run embeds ~2,400 + ~1,200 chunks and ~3,300 + ~1,300 baseline windows: about an hour
 on 2 busy cores; later runs reuse every vector and take a few minutes.
 """
 
