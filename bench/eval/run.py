@@ -213,10 +213,16 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("--ablations", action="store_true", help="keyword variants and fusion")
     ap.add_argument("--cache", type=Path, default=CACHE, help="the docstring eval's cache")
     args = ap.parse_args(argv)
-    if args.eval == "questions" and (args.tune or args.ablations or args.chunk_chars):
-        ap.error("--tune, --ablations and --chunk-chars apply to the docstring eval")
-    if args.header != "chunker" and args.eval != "docstring":
-        ap.error("--header applies to the docstring eval: add --eval docstring")
+    if args.eval == "questions" and (args.tune or args.ablations):
+        ap.error("--tune and --ablations apply to the docstring eval")
+    # These change the docstring eval's index only: the questions beside it would mislead.
+    if args.eval != "docstring" and (
+        args.header != "chunker" or args.chunk_chars or args.cache != CACHE
+    ):
+        ap.error(
+            "--header, --chunk-chars and --cache change the docstring eval's index: "
+            "add --eval docstring"
+        )
     model = make_embedder("local")
     ranking = search.DEFAULT_RANKING
     if args.eval in ("both", "docstring"):
