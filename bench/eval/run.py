@@ -1,37 +1,52 @@
-"""Docstring -> function retrieval eval: keyword-only, vector-only and hybrid, side by side.
+"""Retrieval evals: code-rag's keyword, vector and hybrid modes against a plain baseline.
 
-Builds the corpus (stdlib modules with their docstrings removed, see corpus.py), indexes it
-through the real sweep with the local model (reused from bench/.cache/eval when unchanged), then
-asks each held-out query in all three modes through `indexer.search.search_code` and reports
-Hit@1, Hit@5, MRR@10 and search latency (the query vector is embedded once per query and cached,
-so latencies are the search's own; the model's query time is reported apart).
+Two evals, both by default (`--eval docstring|questions|both`):
+- docstring -> function: stdlib modules with their docstrings removed (corpus.py), each
+  docstring's first paragraph a query for its function;
+- developer questions: hand-written questions over six libraries in six languages
+  (questions.py, sources.py, questions_eval.py), reported per language and per kind too.
+Each corpus is indexed through the real sweep with the local model (reused from bench/.cache
+when unchanged); each held-out query is asked in all three modes through
+`indexer.search.search_code`, and of the plain baseline (fixed line windows, BM25 + vectors,
+unweighted RRF: baseline.py). Reported: Hit@1/5/10, MRR@10 and code-rag's search latency (query
+vectors are embedded once and cached, so latencies are the search's own).
 
-    .venv/bin/python bench/eval/run.py                   # the figures in docs/performance.md
-    .venv/bin/python bench/eval/run.py --tune            # also re-tune fusion on the tuning split
-    .venv/bin/python bench/eval/run.py --ablations       # what each design choice gains
-    .venv/bin/python bench/eval/run.py --header none     # ablation: no header in embedding text
+    .venv/bin/python bench/eval/run.py                   # both evals: docs/performance.md
+    .venv/bin/python bench/eval/run.py --eval questions  # the developer questions only
+    .venv/bin/python bench/eval/run.py --split tune      # the tuning split instead
+    .venv/bin/python bench/eval/run.py --eval docstring --tune       # re-tune fusion
+    .venv/bin/python bench/eval/run.py --eval docstring --ablations  # what each choice gains
+    .venv/bin/python bench/eval/run.py --eval docstring --header none  # no header in embeddings
 
-A first run indexes ~2,400 chunks: 10-15 minutes on 2 busy cores; later runs take minutes.
+A first run embeds ~2,400 + ~1,200 chunks and ~3,300 + ~1,300 baseline windows: about an hour
+on 2 busy cores; later runs reuse every vector and take a few minutes.
 """
 
 from __future__ import annotations
 
 import argparse
-import hashlib
-import json
 import statistics
 import sys
 import time
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
-
-import numpy as np
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
+import questions_eval  # noqa: E402
+from baseline import PlainBaseline, corpus_windows, window_vectors  # noqa: E402
+from compare import (  # noqa: E402
+    CachedQueries,
+    Gold,
+    Scores,
+    evaluate,
+    paired,
+    query_vectors,
+    system_table,
+)
 from corpus import Query, build_corpus, save_queries  # noqa: E402
 from index import (  # noqa: E402
     CACHE,
@@ -45,54 +60,13 @@ from index import (  # noqa: E402
 )
 
 from indexer import search, store  # noqa: E402
-from indexer.embed import EmbedBatchResult, Embedder, EmbeddingModel  # noqa: E402
+from indexer.embed import Embedder  # noqa: E402
 from indexer.embedders import make_embedder  # noqa: E402
 from indexer.project import Project  # noqa: E402
 from indexer.ranking import DEFAULT_RANKING, Candidates, Ranking, collapse, fuse  # noqa: E402
 
-MODES = ("keyword", "vector", "hybrid")
 TOP_K = 10
 GATHER_DEPTH = 200  # candidates per ranker gathered once for tuning and ablations
-
-
-class CachedQueries:
-    """An embedder whose query vectors were computed ahead (by the real model): searches then
-    measure the search, not the model. Documents are never embedded through it."""
-
-    def __init__(self, identity: EmbeddingModel, vectors: dict[str, np.ndarray]) -> None:
-        self.identity = identity
-        self.vectors = vectors
-
-    def embed_documents(
-        self, texts: Sequence[str], labels: Sequence[str] | None = None
-    ) -> EmbedBatchResult:
-        raise RuntimeError("the eval never embeds documents through the query cache")
-
-    def embed_query(self, text: str) -> list[float]:
-        return list(self.vectors[text])
-
-    def close(self) -> None:
-        pass
-
-
-def query_vectors(embedder: Embedder, texts: Iterable[str], cache: Path) -> dict[str, np.ndarray]:
-    """Query vectors from the real model, cached on disk per model."""
-    key = hashlib.sha256(json.dumps(embedder.identity.to_dict(), sort_keys=True).encode())
-    path = cache / f"query-vectors-{key.hexdigest()[:12]}.npz"
-    stored: dict[str, np.ndarray] = {}
-    if path.is_file():
-        with np.load(path) as data:
-            stored = {str(t): v for t, v in zip(data["texts"], data["vectors"], strict=True)}
-    missing = [t for t in dict.fromkeys(texts) if t not in stored]
-    for i, text in enumerate(missing, 1):
-        stored[text] = np.asarray(embedder.embed_query(text), dtype=np.float32)
-        if i % 50 == 0 or i == len(missing):
-            print(f"\r  query vectors: {i}/{len(missing)}", end="", file=sys.stderr, flush=True)
-    if missing:
-        print(file=sys.stderr)
-        texts_all = list(stored)
-        np.savez(path, texts=np.array(texts_all), vectors=np.stack([stored[t] for t in texts_all]))
-    return stored
 
 
 def is_gold(row: dict[str, Any] | search.SearchHit, q: Query) -> bool:
@@ -110,74 +84,6 @@ def is_gold(row: dict[str, Any] | search.SearchHit, q: Query) -> bool:
 
 def first_gold(rows: Sequence[Any], q: Query) -> int | None:
     return next((i for i, r in enumerate(rows, 1) if is_gold(r, q)), None)
-
-
-@dataclass
-class Scores:
-    ranks: list[int | None] = field(default_factory=list)
-    ms: list[float] = field(default_factory=list)
-
-    def add(self, rank: int | None, ms: float | None = None) -> None:
-        self.ranks.append(rank)
-        if ms is not None:
-            self.ms.append(ms)
-
-    def hit(self, k: int) -> float:
-        return sum(r is not None and r <= k for r in self.ranks) / max(len(self.ranks), 1)
-
-    def mrr(self, k: int = 10) -> float:
-        return sum(1 / r for r in self.ranks if r is not None and r <= k) / max(len(self.ranks), 1)
-
-    def pct(self, p: float) -> float:
-        if not self.ms:
-            return float("nan")
-        return float(np.percentile(self.ms, p))
-
-    def row(self, name: str) -> str:
-        line = f"| {name} | {self.hit(1):.3f} | {self.hit(5):.3f} | {self.mrr():.3f} |"
-        if self.ms:
-            line += f" {self.pct(50):.1f} | {self.pct(95):.1f} |"
-        return line
-
-
-def header(latency: bool) -> str:
-    cols = "| mode | Hit@1 | Hit@5 | MRR@10 |"
-    rule = "|---|---:|---:|---:|"
-    if latency:
-        cols += " p50 ms | p95 ms |"
-        rule += "---:|---:|"
-    return cols + "\n" + rule
-
-
-def run_live(
-    db: Any,
-    project: Project,
-    embedder: CachedQueries,
-    queries: Sequence[Query],
-    ranking: Ranking,
-    ef_search: int,
-) -> dict[str, Scores]:
-    """Every query through search_code in each mode, modes interleaved (shared noise)."""
-    out = {m: Scores() for m in MODES}
-    for i, q in enumerate(queries, 1):
-        for mode in MODES:
-            t = time.perf_counter()
-            hits = search.search_code(
-                db,
-                project,
-                embedder,
-                q.text,
-                top_k=TOP_K,
-                mode=mode,
-                ranking=ranking,
-                ef_search=ef_search,
-            )
-            ms = (time.perf_counter() - t) * 1000
-            out[mode].add(first_gold(hits, q), ms)
-        if i % 100 == 0:
-            print(f"\r  searched {i}/{len(queries)}", end="", file=sys.stderr, flush=True)
-    print(file=sys.stderr)
-    return out
 
 
 @dataclass
@@ -303,6 +209,7 @@ DEFS_VARIANT = "  + every definition's name as a symbol term (index side, eval c
 
 def main(argv: Sequence[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--eval", choices=("both", "docstring", "questions"), default="both")
     ap.add_argument("--header", choices=sorted(EMBEDDING_TEXTS), default="chunker")
     ap.add_argument("--chunk-chars", type=int, default=None, help="chunker target_chars")
     ap.add_argument("--split", choices=("test", "tune", "all"), default="test")
@@ -310,16 +217,34 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("--ef-search", type=int, default=400)
     ap.add_argument("--tune", action="store_true", help="grid-search fusion on the tuning split")
     ap.add_argument("--ablations", action="store_true", help="keyword variants and fusion")
-    ap.add_argument("--cache", type=Path, default=CACHE)
+    ap.add_argument("--cache", type=Path, default=CACHE, help="the docstring eval's cache")
     args = ap.parse_args(argv)
+    if args.eval == "questions" and (args.tune or args.ablations):
+        ap.error("--tune and --ablations apply to the docstring eval")
+    # These change the docstring eval's index only: the questions beside it would mislead.
+    if args.eval != "docstring" and (
+        args.header != "chunker" or args.chunk_chars or args.cache != CACHE
+    ):
+        ap.error(
+            "--header, --chunk-chars and --cache change the docstring eval's index: "
+            "add --eval docstring"
+        )
+    model = make_embedder("local")
+    ranking = DEFAULT_RANKING
+    if args.eval in ("both", "docstring"):
+        ranking = docstring_eval(args, model)
+    if args.eval in ("both", "questions"):
+        questions_eval.run(model, args.split, args.limit, ranking, args.ef_search)
 
+
+def docstring_eval(args: argparse.Namespace, model: Embedder) -> Ranking:
+    """The docstring eval as `args` ask; the ranking it used (tuned with --tune)."""
     corpus, _ = prepare_dirs(args.cache)
     queries, digest = build_corpus(corpus)
     save_queries(args.cache / "queries.jsonl", queries)
     db = open_database(args.cache)
     try:
         project = project_for(corpus, args.header, args.chunk_chars)
-        model = make_embedder("local")
         manifest = ensure_index(
             db, project, model, digest, args.header, args.chunk_chars, args.cache
         )
@@ -335,9 +260,13 @@ def main(argv: Sequence[str] | None = None) -> None:
         test_set = [q for q in queries if args.split in ("all", q.split)]
         if args.limit:
             tune_set, test_set = tune_set[: args.limit], test_set[: args.limit]
+        files = sorted(corpus.rglob("*.py"))
+        windows = corpus_windows([(REPO_LABEL, f.relative_to(corpus).as_posix(), f) for f in files])
+        plain = PlainBaseline(windows, window_vectors(model, windows, args.cache))
         print(
-            f"\n# corpus: {manifest['files']} files, {manifest['chunks']} chunks "
-            f"(embedding text: {args.header}, chunk target: {args.chunk_chars or 'default'}); "
+            f"\n# docstring eval: {manifest['files']} files, {manifest['chunks']} chunks "
+            f"(embedding text: {args.header}, chunk target: {args.chunk_chars or 'default'}), "
+            f"{len(windows)} baseline windows; "
             f"{len(queries)} queries: {sum(q.split == 'tune' for q in queries)} tuning, "
             f"{sum(q.split == 'test' for q in queries)} test; model {model.identity.describe()}; "
             f"query embedding median {embed_ms:.0f} ms (not in the latencies below)"
@@ -350,14 +279,17 @@ def main(argv: Sequence[str] | None = None) -> None:
                 print(f"\n## tuned on {len(tune_set)} tuning queries: {ranking}")
                 s = replay(g, "product", ranking, "hybrid")
                 print(f"tuning split hybrid: MRR@10 {s.mrr():.3f}, Hit@5 {s.hit(5):.3f}")
-            live = run_live(db, project, cached, test_set, ranking, args.ef_search)
+            golds = [
+                Gold(q.qid, q.text, "python", ((REPO_LABEL, q.path, q.start_line, q.end_line),))
+                for q in test_set
+            ]
+            results = evaluate(db, project, cached, plain, golds, ranking, args.ef_search)
             print(
-                f"\n## {args.split} split, {len(test_set)} queries, top_k {TOP_K}, "
+                f"\n## docstring eval, {args.split} split, {len(test_set)} queries, top_k {TOP_K}, "
                 f"ef_search {args.ef_search}, live search_code calls\n"
             )
-            print(header(True))
-            for mode in MODES:
-                print(live[mode].row(mode))
+            print(system_table(results))
+            print("\n" + paired(results, "code-rag hybrid", "plain hybrid (RRF)"))
             if args.ablations:
                 defs_project = with_definition_terms(db, project)
                 ablations(
@@ -365,6 +297,7 @@ def main(argv: Sequence[str] | None = None) -> None:
                 )
     finally:
         db.close()
+    return ranking
 
 
 def ablations(
@@ -441,8 +374,6 @@ def _keyword_fields(r: Ranking) -> dict[str, Any]:
         "match_rows": r.match_rows,
     }
 
-
-_ = (Callable, REPO_LABEL)
 
 if __name__ == "__main__":
     main()

@@ -1,0 +1,151 @@
+"""The developer-questions eval: code-rag against the plain baseline on hand-written questions.
+
+The corpus (sources.py) is indexed through the real sweep into its own project, one root per
+library (the root's name is the library, so hits carry it as `repo`), in the embedded
+PostgreSQL under `bench/.cache/questions` (gitignored), reused while the corpus and the model
+are unchanged. The same files are windowed for the plain baseline (baseline.py). The questions
+(questions.py) are validated before anything is scored. run.py calls `run`; it also runs alone:
+
+    .venv/bin/python bench/eval/questions_eval.py                 # test split
+    .venv/bin/python bench/eval/questions_eval.py --split tune
+    .venv/bin/python bench/eval/questions_eval.py --ranks      # also each query's ranks
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(HERE.parent.parent))
+
+import sources  # noqa: E402
+from baseline import PlainBaseline, corpus_windows, window_vectors  # noqa: E402
+from compare import (  # noqa: E402
+    CachedQueries,
+    Gold,
+    Scores,
+    evaluate,
+    group_table,
+    paired,
+    query_vectors,
+    system_table,
+)
+from index import ensure_index, open_database, prepare_dirs  # noqa: E402
+from questions import Question, ensure_valid  # noqa: E402
+
+from indexer.embed import Embedder  # noqa: E402
+from indexer.embedders import make_embedder  # noqa: E402
+from indexer.project import Project, Root  # noqa: E402
+from indexer.ranking import DEFAULT_RANKING, Ranking  # noqa: E402
+
+
+def project_for(libs: Sequence[sources.Library], root: Path, header: str) -> Project:
+    return Project(f"questions_{header}", tuple(Root(root / lib.name, lib.name) for lib in libs))
+
+
+def golds_of(questions: Sequence[Question]) -> list[Gold]:
+    return [
+        Gold(
+            q.qid,
+            q.text,
+            q.language,
+            tuple((t.repo, t.path, t.start_line, t.end_line) for t in q.targets),
+        )
+        for q in questions
+    ]
+
+
+def run(
+    model: Embedder,
+    split: str = "test",
+    limit: int = 0,
+    ranking: Ranking = DEFAULT_RANKING,
+    ef_search: int = 400,
+    cache: Path = sources.CACHE,
+    show_ranks: bool = False,
+) -> None:
+    """Index (or reuse), then print the system table, per language and per kind of question."""
+    questions = ensure_valid(cache=cache)
+    libs, digest = sources.ensure_corpus(cache)
+    root, _ = prepare_dirs(cache)
+    files = [(lib.name, rel, root / lib.name / rel) for lib in libs for rel in lib.files]
+    db = open_database(cache)
+    try:
+        project = project_for(libs, root, "chunker")
+        manifest = ensure_index(db, project, model, digest, "chunker", None, cache)
+        windows = corpus_windows(files)
+        plain = PlainBaseline(windows, window_vectors(model, windows, cache))
+        vectors = query_vectors(model, (q.text for q in questions), cache)
+        chosen = [q for q in questions if split in ("all", q.split)]
+        if limit:
+            chosen = chosen[:limit]
+        golds = golds_of(chosen)
+        print(
+            f"\n# developer questions: {len(libs)} libraries, {manifest['files']} files, "
+            f"{manifest['chunks']} code-rag chunks, {len(windows)} baseline windows; "
+            f"{len(questions)} questions ({sum(q.split == 'tune' for q in questions)} tuning, "
+            f"{sum(q.split == 'test' for q in questions)} test); model "
+            f"{model.identity.describe()}"
+        )
+        results = evaluate(
+            db, project, CachedQueries(model.identity, vectors), plain, golds, ranking, ef_search
+        )
+        print(f"\n## questions, {split} split, {len(golds)} queries, top_k 10\n")
+        print(system_table(results))
+        print("\n" + paired(results, "code-rag hybrid", "plain hybrid (RRF)"))
+        print(f"\n## questions per language ({split} split)\n")
+        print(group_table(results, [g.language for g in golds], "language"))
+        print(f"\n## questions per kind ({split} split)\n")
+        print(group_table(results, [q.kind for q in chosen], "kind"))
+        if show_ranks:
+            print(rank_table(results, chosen))
+    finally:
+        db.close()
+
+
+def rank_table(results: dict[str, list[Scores]], chosen: Sequence[Question]) -> str:
+    """Each query's rank in every system (- when not in the top 10), worst for code-rag first."""
+    systems = list(results)
+    lines = [
+        "\n## ranks per query\n",
+        "| id | kind | " + " | ".join(systems) + " | query |",
+        "|---|---|" + "---:|" * len(systems) + "---|",
+    ]
+
+    def rank(system: str, i: int) -> int:
+        r = results[system][i].ranks[0]
+        return r if r is not None else 99
+
+    order = sorted(range(len(chosen)), key=lambda i: (-rank("code-rag hybrid", i), chosen[i].qid))
+    for i in order:
+        cells = [str(r) if (r := rank(s, i)) != 99 else "-" for s in systems]
+        lines.append(
+            f"| {chosen[i].qid} | {chosen[i].kind} | {' | '.join(cells)} | {chosen[i].text} |"
+        )
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--split", choices=("test", "tune", "all"), default="test")
+    ap.add_argument("--limit", type=int, default=0, help="first N queries only")
+    ap.add_argument("--ef-search", type=int, default=400)
+    ap.add_argument("--cache", type=Path, default=sources.CACHE)
+    ap.add_argument("--ranks", action="store_true", help="each query's rank in every system")
+    args = ap.parse_args(argv)
+    run(
+        make_embedder("local"),
+        args.split,
+        args.limit,
+        ef_search=args.ef_search,
+        cache=args.cache,
+        show_ranks=args.ranks,
+    )
+
+
+if __name__ == "__main__":
+    main()
