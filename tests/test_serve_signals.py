@@ -105,3 +105,27 @@ def test_the_database_stays_while_another_process_uses_it(folder: Path) -> None:
     other.stdin.flush()
     other.wait(timeout=60)
     assert wait_gone(folder)
+
+
+def test_an_interrupted_scan_stops_the_database_too(
+    folder: Path, ollama_standin: OllamaStandin
+) -> None:
+    # Ctrl-C in the middle of a sweep: the sweep is recorded as interrupted, the process exits
+    # non-zero, and the embedded server it started does not outlive it.
+    for i in range(40):
+        (folder / "src" / f"m{i:02d}.py").write_text(f"def f{i}():\n    return {i}\n")
+    ollama_standin.delay_seconds = 0.5
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CODE_RAG_")}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "rag_server.cli", "scan", "demo"],
+        cwd=folder, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )  # fmt: skip
+    assert proc.stdout is not None
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and "to index" not in (proc.stdout.readline() or "to index"):
+        pass
+    time.sleep(1)
+    assert postgres_on(folder), "the scan should be running on the embedded server"
+    proc.send_signal(signal.SIGINT)
+    assert proc.wait(timeout=60) != 0
+    assert wait_gone(folder), "PostgreSQL still runs after the scan was interrupted"
