@@ -83,8 +83,11 @@ class ProjectWatcher:
         self._thread.start()
         return self
 
-    def stop(self, timeout: float = 5.0) -> None:
+    def request_stop(self) -> None:
         self._stop.set()
+
+    def stop(self, timeout: float = 5.0) -> None:
+        self.request_stop()
         self._thread.join(timeout)
 
     # --- the loop ------------------------------------------------------------------------------
@@ -195,8 +198,8 @@ class Watchers:
         return self
 
     def stop(self) -> None:
-        for watcher in self.by_project.values():
-            watcher._stop.set()
+        for watcher in self.by_project.values():  # all at once, then wait for each
+            watcher.request_stop()
         for watcher in self.by_project.values():
             watcher.stop()
 
