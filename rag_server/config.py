@@ -34,6 +34,7 @@ DSN_ENV = "CODE_RAG_DSN"
 DEFAULT_CONFIG_NAME = "application.ini"
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 17080
+DEFAULT_EMBEDDING_THREADS = 0  # local: ONNX Runtime's intra-op threads; 0 = the machine's cores
 DEFAULT_SWEEP_INTERVAL_MINUTES = 10
 # How long file events gather into one batch: a burst of saves or a checkout is applied once.
 DEFAULT_WATCH_DEBOUNCE_MS = 300
@@ -64,6 +65,7 @@ class EmbeddingSettings:
     provider: str = DEFAULT_PROVIDER
     model: str = ""  # empty: the provider's default model
     host: str = DEFAULT_OLLAMA_HOST
+    threads: int = DEFAULT_EMBEDDING_THREADS
 
 
 @dataclass(frozen=True)
@@ -113,6 +115,7 @@ INI_KEYS: dict[str, dict[str, tuple[str, Any]]] = {
         "provider": ("one of: " + ", ".join(PROVIDERS), PROVIDERS),
         "model": ("a model name (ollama) or model directory (local), or empty", str),
         "host": ("an http:// or https:// URL", str),
+        "threads": ("an integer from 0 to 256 (0: the machine's cores)", (int, 0, 256)),
     },
     "indexer": {
         "sweep_interval_minutes": _int(1, 10_080),
@@ -444,7 +447,10 @@ def make_settings_embedder(settings: Settings) -> Embedder:
     from indexer.embedders import make_embedder
 
     emb = settings.embedding
-    return make_embedder(emb.provider, emb.model or None, emb.host)
+    options: dict[str, Any] = {}
+    if emb.provider == "local" and emb.threads:
+        options["threads"] = emb.threads
+    return make_embedder(emb.provider, emb.model or None, emb.host, **options)
 
 
 def sweep_options(settings: Settings) -> SweepOptions:

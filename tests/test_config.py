@@ -15,6 +15,7 @@ from rag_server.config import (
     DEFAULT_FILES_PER_COMMIT,
     DEFAULT_PORT,
     load_settings,
+    make_settings_embedder,
 )
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -132,6 +133,23 @@ def test_bad_provider(tmp_path: Path) -> None:
     path = write(tmp_path, "[embedding]\nprovider = openai\n")
     assert error_of(path) == (
         f"{path}: [embedding] provider = 'openai' is not valid: expected one of: local, ollama"
+    )
+
+
+def test_embedding_threads_reach_the_local_embedder(tmp_path: Path) -> None:
+    # [embedding] threads sets ONNX Runtime's intra-op threads; 0 (the default) means the
+    # machine's cores. Building the embedder reads the model's manifest only.
+    from indexer.embed_local import LocalEmbedder, default_threads
+
+    settings = load_settings(write(tmp_path, "[embedding]\nthreads = 3\n"))
+    embedder = make_settings_embedder(settings)
+    assert isinstance(embedder, LocalEmbedder) and embedder.threads == 3
+    default = make_settings_embedder(load_settings(write(tmp_path, "")))
+    assert isinstance(default, LocalEmbedder) and default.threads == default_threads() >= 1
+    path = write(tmp_path, "[embedding]\nthreads = -1\n")
+    assert error_of(path) == (
+        f"{path}: [embedding] threads = '-1' is out of range: "
+        "expected an integer from 0 to 256 (0: the machine's cores)"
     )
 
 
