@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-CHUNKER_VERSION = 1
+# 2: files carry their symbol table (re-chunking fills it; unchanged chunks keep their vectors).
+CHUNKER_VERSION = 2
 
 # ~512-token embedders see roughly 1,500-2,500 characters of code (code runs at 1-3 chars/token).
 DEFAULT_MAX_CHARS = 2000

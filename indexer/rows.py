@@ -34,6 +34,57 @@ class ChunkRow:
 
 
 @dataclass(frozen=True, slots=True)
+class SymbolRow:
+    """One definition of a file as the sweep writes it; `chunk` is its chunk's ordinal."""
+
+    ordinal: int
+    chunk: int
+    name: str
+    qualified_name: str
+    kind: str
+    start_line: int
+    end_line: int
+    signature_line: int
+    signature: str
+    parent: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class SymbolHit:
+    """A definition as `find_symbol` returns it, with its file's repo, path and language."""
+
+    name: str
+    qualified_name: str
+    kind: str
+    language: str | None
+    repo: str
+    path: str
+    start_line: int
+    end_line: int
+    signature: str
+    chunk_id: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class OutlineRow:
+    """A definition of one file, in file order (a parent before its children)."""
+
+    name: str
+    qualified_name: str
+    kind: str
+    start_line: int
+    end_line: int
+    signature: str
+    parent: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class IndexedFile:
+    id: int
+    language: str | None
+
+
+@dataclass(frozen=True, slots=True)
 class FileState:
     id: int
     repo: str

@@ -20,6 +20,9 @@ SERVER_VERSION = "SELECT current_setting('server_version')"
 PGVECTOR_INSTALLED = "SELECT extversion FROM pg_extension WHERE extname = 'vector'"
 PGVECTOR_AVAILABLE = "SELECT default_version FROM pg_available_extensions WHERE name = 'vector'"
 CREATE_PGVECTOR = "CREATE EXTENSION IF NOT EXISTS vector"
+PG_TRGM_INSTALLED = "SELECT extversion FROM pg_extension WHERE extname = 'pg_trgm'"
+PG_TRGM_AVAILABLE = "SELECT default_version FROM pg_available_extensions WHERE name = 'pg_trgm'"
+CREATE_PG_TRGM = "CREATE EXTENSION IF NOT EXISTS pg_trgm"
 DATABASE_EXISTS = "SELECT 1 FROM pg_database WHERE datname = %(name)s"
 # For the current transaction only (is_local = true): the pool's connections stay as they were.
 SET_STATEMENT_TIMEOUT = "SELECT set_config('statement_timeout', %(ms)s, true)"
@@ -112,9 +115,41 @@ M001_INITIAL = [
     """,
 ]
 
+# Every definition the chunker's parse sees, nested and merged ones too. `chunk_id` is the chunk
+# holding the signature line (replaced with the file's chunks, so never dangling). Names are
+# looked up exactly and by prefix through lower(name) (text_pattern_ops: LIKE 'abc%' uses it),
+# and fuzzily through a pg_trgm index (the extension is created by `db.prepare_database`).
+M002_SYMBOLS = [
+    """
+    CREATE TABLE {schema}.rag_symbol (
+        id bigserial PRIMARY KEY,
+        file_id bigint NOT NULL REFERENCES {schema}.rag_file (id) ON DELETE CASCADE,
+        ordinal integer NOT NULL,
+        chunk_id bigint,
+        name text NOT NULL,
+        qualified_name text NOT NULL,
+        kind text NOT NULL,
+        start_line integer NOT NULL,
+        end_line integer NOT NULL,
+        signature_line integer NOT NULL,
+        signature text NOT NULL,
+        parent text,
+        UNIQUE (file_id, ordinal)
+    )
+    """,
+    "CREATE INDEX rag_symbol_name ON {schema}.rag_symbol (lower(name) text_pattern_ops)",
+    """
+    CREATE INDEX rag_symbol_qualified_name
+        ON {schema}.rag_symbol (lower(qualified_name) text_pattern_ops)
+    """,
+    "CREATE INDEX rag_symbol_name_trgm ON {schema}.rag_symbol USING gin (lower(name) gin_trgm_ops)",
+    "CREATE INDEX rag_symbol_chunk ON {schema}.rag_symbol (chunk_id)",
+]
+
 # (name, statements): applied in order, each once, each in the transaction that records it.
 MIGRATIONS: list[tuple[str, list[str]]] = [
     ("m001_initial", M001_INITIAL),
+    ("m002_symbols", M002_SYMBOLS),
 ]
 
 # --- meta -----------------------------------------------------------------------------------
@@ -178,6 +213,22 @@ ON CONFLICT (file_id, ordinal) DO UPDATE
        symbol = EXCLUDED.symbol, kind = EXCLUDED.kind, content = EXCLUDED.content,
        content_sha256 = EXCLUDED.content_sha256, embedding = EXCLUDED.embedding,
        tsv = EXCLUDED.tsv
+"""
+DELETE_SYMBOLS = "DELETE FROM {schema}.rag_symbol WHERE file_id = %(file_id)s"
+# One statement per file: the symbols as parallel arrays, each joined to its chunk's id.
+INSERT_SYMBOLS = """
+INSERT INTO {schema}.rag_symbol
+       (file_id, ordinal, chunk_id, name, qualified_name, kind, start_line, end_line,
+        signature_line, signature, parent)
+SELECT %(file_id)s, s.ordinal, c.id, s.name, s.qualified_name, s.kind, s.start_line,
+       s.end_line, s.signature_line, s.signature, s.parent
+  FROM unnest(%(ordinals)s::int[], %(chunks)s::int[], %(names)s::text[],
+              %(qualified_names)s::text[], %(kinds)s::text[], %(start_lines)s::int[],
+              %(end_lines)s::int[], %(signature_lines)s::int[], %(signatures)s::text[],
+              %(parents)s::text[])
+       AS s(ordinal, chunk, name, qualified_name, kind, start_line, end_line, signature_line,
+            signature, parent)
+  LEFT JOIN {schema}.rag_chunk c ON c.file_id = %(file_id)s AND c.ordinal = s.chunk
 """
 DELETE_CHUNKS_FROM = (
     "DELETE FROM {schema}.rag_chunk WHERE file_id = %(file_id)s AND ordinal >= %(n)s"
@@ -351,6 +402,61 @@ SELECT c.id AS chunk_id, f.repo, f.path, c.start_line, c.end_line, c.symbol, c.k
   FROM {schema}.rag_chunk c
   JOIN {schema}.rag_file f ON f.id = c.file_id
  WHERE c.id = ANY(%(ids)s)
+"""
+
+# --- symbols --------------------------------------------------------------------------------
+
+# Rows as `rows.SymbolHit`; `{where}` and `{order}` are filled by `find_symbols` below.
+_FIND_SYMBOLS = (
+    """
+SELECT s.name, s.qualified_name, s.kind, f.language, f.repo, f.path, s.start_line, s.end_line,
+       s.signature, s.chunk_id
+  FROM {{schema}}.rag_symbol s
+  JOIN {{schema}}.rag_file f ON f.id = s.file_id
+ WHERE {where}
+   AND (%(kind)s::text IS NULL OR s.kind = %(kind)s)
+"""
+    + _SEARCH_FILTERS
+    + """
+ ORDER BY {order}, f.repo, f.path, s.start_line
+ LIMIT %(limit)s
+"""
+)
+# Separators normalised, so `Subscription.cancel!` finds Ruby's `Billing::Subscription#cancel!`.
+_DOTTED = "regexp_replace(s.qualified_name, '::|#', '.', 'g')"
+_SYMBOL_WHERE = {
+    # The written name, case and all; with owners (`Cart.add`), the qualified name or its tail.
+    "exact": "lower(s.name) = lower(%(name)s) AND s.name = %(name)s",
+    "exact_qualified": "lower(s.name) = lower(%(name)s) AND s.name = %(name)s"
+    f" AND ({_DOTTED} = %(dotted)s OR {_DOTTED} LIKE %(dotted_tail)s)",
+    "prefix": "lower(s.name) LIKE %(prefix)s",
+    "prefix_qualified": "lower(s.qualified_name) LIKE %(prefix)s",
+    # pg_trgm: similar as a whole (%), or the query similar to a part of the name (<%).
+    "fuzzy": "(lower(s.name) %% lower(%(name)s) OR lower(%(name)s) <%% lower(s.name))",
+}
+_SYMBOL_ORDER = {
+    "exact": "length(s.qualified_name)",
+    "prefix": "length(s.name), s.name",
+    "fuzzy": "greatest(similarity(lower(s.name), lower(%(name)s)),"
+    " word_similarity(lower(%(name)s), lower(s.name))) DESC, length(s.name)",
+}
+
+
+def find_symbols(where: str, order: str) -> str:
+    """The look-up for one match mode (`where`: a key of the conditions above)."""
+    return _FIND_SYMBOLS.format(where=_SYMBOL_WHERE[where], order=_SYMBOL_ORDER[order])
+
+
+INDEXED_FILE = """
+SELECT id, language FROM {schema}.rag_file WHERE repo = %(repo)s AND path = %(path)s
+   AND sha256 <> ''
+"""
+# Rows as `rows.OutlineRow`, in the order the chunker listed them (parents first).
+FILE_SYMBOLS = """
+SELECT name, qualified_name, kind, start_line, end_line, signature, parent
+  FROM {schema}.rag_symbol
+ WHERE file_id = %(file_id)s
+ ORDER BY ordinal
 """
 
 # --- sweeps ---------------------------------------------------------------------------------

@@ -26,10 +26,14 @@ from indexer.rows import (
     FileFailure,
     FileRecord,
     FileState,
+    IndexedFile,
+    OutlineRow,
     ProjectSummary,
     RepoCounts,
     StoredChunk,
     SweepRecord,
+    SymbolHit,
+    SymbolRow,
     TermStatsRow,
 )
 
@@ -218,8 +222,14 @@ def file_states(conn: Conn, project: str) -> dict[tuple[str, str], FileState]:
     return {(s.repo, s.path): s for s in states}
 
 
-def upsert_file(conn: Conn, project: str, record: FileRecord, chunks: Sequence[ChunkRow]) -> int:
-    """Write one file and exactly these chunks, all or nothing; return the file's id."""
+def upsert_file(
+    conn: Conn,
+    project: str,
+    record: FileRecord,
+    chunks: Sequence[ChunkRow],
+    symbols: Sequence[SymbolRow] = (),
+) -> int:
+    """Write one file with exactly these chunks and symbols, all or nothing; return its id."""
     with conn.transaction():
         row = conn.execute(
             statement(sql.UPSERT_FILE, project),
@@ -260,7 +270,30 @@ def upsert_file(conn: Conn, project: str, record: FileRecord, chunks: Sequence[C
         conn.execute(
             statement(sql.DELETE_CHUNKS_FROM, project), {"file_id": file_id, "n": len(chunks)}
         )
+        _replace_symbols(conn, project, file_id, symbols)
     return file_id
+
+
+def _replace_symbols(conn: Conn, project: str, file_id: int, symbols: Sequence[SymbolRow]) -> None:
+    conn.execute(statement(sql.DELETE_SYMBOLS, project), {"file_id": file_id})
+    if not symbols:
+        return
+    conn.execute(
+        statement(sql.INSERT_SYMBOLS, project),
+        {
+            "file_id": file_id,
+            "ordinals": [s.ordinal for s in symbols],
+            "chunks": [s.chunk for s in symbols],
+            "names": [s.name for s in symbols],
+            "qualified_names": [s.qualified_name for s in symbols],
+            "kinds": [s.kind for s in symbols],
+            "start_lines": [s.start_line for s in symbols],
+            "end_lines": [s.end_line for s in symbols],
+            "signature_lines": [s.signature_line for s in symbols],
+            "signatures": [s.signature for s in symbols],
+            "parents": [s.parent for s in symbols],
+        },
+    )
 
 
 def record_file_error(
@@ -374,6 +407,30 @@ def chunks_by_id(conn: Conn, project: str, ids: Sequence[int]) -> dict[int, Stor
         conn, StoredChunk, statement(sql.CHUNKS_BY_ID, project), {"ids": list(ids)}
     )
     return {c.chunk_id: c for c in found}
+
+
+# --- symbols --------------------------------------------------------------------------------
+
+
+def find_symbols(
+    conn: Conn, project: str, where: str, order: str, params: Mapping[str, Any]
+) -> list[SymbolHit]:
+    """Definitions matching `params` under the condition `where` (see `sql.find_symbols`).
+    Never prepared: a prefix `LIKE` uses its index only when planned with the value."""
+    return _rows(
+        conn, SymbolHit, statement(sql.find_symbols(where, order), project), params, prepare=False
+    )
+
+
+def indexed_file(conn: Conn, project: str, repo: str, path: str) -> IndexedFile | None:
+    found = _rows(
+        conn, IndexedFile, statement(sql.INDEXED_FILE, project), {"repo": repo, "path": path}
+    )
+    return found[0] if found else None
+
+
+def file_symbols(conn: Conn, project: str, file_id: int) -> list[OutlineRow]:
+    return _rows(conn, OutlineRow, statement(sql.FILE_SYMBOLS, project), {"file_id": file_id})
 
 
 # --- sweeps ---------------------------------------------------------------------------------
