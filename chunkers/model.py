@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-# 2: files carry their symbol table (re-chunking fills it; unchanged chunks keep their vectors).
-CHUNKER_VERSION = 2
+# 2: files carry their symbol table; 3: and their text (re-chunking fills both; unchanged
+# chunks keep their vectors).
+CHUNKER_VERSION = 3
 
 # ~512-token embedders see roughly 1,500-2,500 characters of code (code runs at 1-3 chars/token).
 DEFAULT_MAX_CHARS = 2000
@@ -119,3 +120,5 @@ class ChunkResult:
     refused: str | None = None
     fallback: str | None = None
     symbols: tuple[Symbol, ...] = ()
+    # The decoded text (BOM dropped, newlines as LF): line N here is the chunks' line N.
+    text: str = ""

@@ -41,7 +41,7 @@ def chunk_file(
         return ChunkResult(detected, (), refused="binary content (NUL or control bytes)")
     src = Source(decode(data))
     if not src.text.strip():
-        return ChunkResult(detected, ())
+        return ChunkResult(detected, (), text=src.text)
     lang = detected or UNKNOWN_LANGUAGE
     minified = is_minified(src, config)
     reason = _fallback_reason(src, config, detected, minified)
@@ -59,8 +59,9 @@ def chunk_file(
                 # Definitions nested hundreds deep (generated code): windows, not a crash.
                 reason = "too deeply nested"
             else:
-                return ChunkResult(detected, tuple(chunks), symbols=symbols)
-    return ChunkResult(detected, tuple(window_chunks(src, config, lang, minified)), fallback=reason)
+                return ChunkResult(detected, tuple(chunks), symbols=symbols, text=src.text)
+    windows = window_chunks(src, config, lang, minified)
+    return ChunkResult(detected, tuple(windows), fallback=reason, text=src.text)
 
 
 def _fallback_reason(

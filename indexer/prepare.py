@@ -35,6 +35,7 @@ class Prepared:
     hashes: tuple[str, ...] = ()
     rows: tuple[store.ChunkRow, ...] = ()
     symbols: tuple[store.SymbolRow, ...] = ()
+    text: str | None = None  # the decoded text, for exact-text search
     error: str | None = None
     touch_id: int | None = None  # same content as stored: only size/mtime change
     skip: str | None = None  # not indexable after all (binary content)
@@ -98,6 +99,7 @@ class Preparer:
             hashes=tuple(row.content_sha256 for row in rows),
             rows=rows,
             symbols=symbol_rows(result.symbols),
+            text=clean(result.text),
         )
 
     def rows(self, path: str, chunks: tuple[Chunk, ...]) -> tuple[store.ChunkRow, ...]:

@@ -79,6 +79,16 @@ class OutlineRow:
 
 
 @dataclass(frozen=True, slots=True)
+class LineMatch:
+    """One line of an indexed file that matched an exact-text search."""
+
+    repo: str
+    path: str
+    line: int
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
 class IndexedFile:
     id: int
     language: str | None

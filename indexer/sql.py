@@ -146,10 +146,25 @@ M002_SYMBOLS = [
     "CREATE INDEX rag_symbol_chunk ON {schema}.rag_symbol (chunk_id)",
 ]
 
+# Each indexed file's text as the chunker read it (BOM dropped, newlines as LF, so line N is
+# the chunks' line N), for exact-text search: a pg_trgm index finds the files that can match
+# a literal or a regex, then their lines are matched one by one. Chunks cannot stand in for
+# it: they leave out blank lines between definitions and overlap where a definition is split.
+M003_FILE_TEXT = [
+    """
+    CREATE TABLE {schema}.rag_file_text (
+        file_id bigint PRIMARY KEY REFERENCES {schema}.rag_file (id) ON DELETE CASCADE,
+        content text NOT NULL
+    )
+    """,
+    "CREATE INDEX rag_file_text_trgm ON {schema}.rag_file_text USING gin (content gin_trgm_ops)",
+]
+
 # (name, statements): applied in order, each once, each in the transaction that records it.
 MIGRATIONS: list[tuple[str, list[str]]] = [
     ("m001_initial", M001_INITIAL),
     ("m002_symbols", M002_SYMBOLS),
+    ("m003_file_text", M003_FILE_TEXT),
 ]
 
 # --- meta -----------------------------------------------------------------------------------
@@ -214,6 +229,11 @@ ON CONFLICT (file_id, ordinal) DO UPDATE
        content_sha256 = EXCLUDED.content_sha256, embedding = EXCLUDED.embedding,
        tsv = EXCLUDED.tsv
 """
+UPSERT_FILE_TEXT = """
+INSERT INTO {schema}.rag_file_text (file_id, content) VALUES (%(file_id)s, %(content)s)
+ON CONFLICT (file_id) DO UPDATE SET content = EXCLUDED.content
+"""
+DELETE_FILE_TEXT = "DELETE FROM {schema}.rag_file_text WHERE file_id = %(file_id)s"
 DELETE_SYMBOLS = "DELETE FROM {schema}.rag_symbol WHERE file_id = %(file_id)s"
 # One statement per file: the symbols as parallel arrays, each joined to its chunk's id.
 INSERT_SYMBOLS = """
@@ -458,6 +478,54 @@ SELECT name, qualified_name, kind, start_line, end_line, signature, parent
  WHERE file_id = %(file_id)s
  ORDER BY ordinal
 """
+
+# --- exact text -----------------------------------------------------------------------------
+
+# Rows as `rows.LineMatch`: matching lines of the files whose text matches, in file order, at
+# most `limit` (the caller asks one more than it shows, to know whether the list is complete).
+# `{file_match}` narrows files through the trigram index; `{line_match}` picks their lines.
+_GREP = (
+    """
+SELECT m.repo, m.path, x.n::int AS line, left(x.l, %(max_line_chars)s) AS text
+  FROM (SELECT f.id, f.repo, f.path, t.content
+          FROM {{schema}}.rag_file_text t
+          JOIN {{schema}}.rag_file f ON f.id = t.file_id
+         WHERE {file_match}
+"""
+    + _SEARCH_FILTERS
+    + """
+         ORDER BY f.repo, f.path) AS m,
+       LATERAL regexp_split_to_table(m.content, E'\\n') WITH ORDINALITY AS x(l, n)
+ WHERE {line_match}
+   {exclude}
+ LIMIT %(limit)s
+"""
+)
+_TEXT_MATCH = {
+    "like": "{col} LIKE %({param})s",
+    "ilike": "{col} ILIKE %({param})s",
+    "regex": "{col} ~ %({param})s",
+    "iregex": "{col} ~* %({param})s",
+}
+# find_references: the lines where a symbol of that name is defined are not references to it.
+_NOT_A_DEFINITION = """
+   AND NOT EXISTS (SELECT 1 FROM {schema}.rag_symbol s
+                    WHERE s.file_id = m.id AND s.signature_line = x.n AND s.name = %(name)s)
+"""
+
+
+def grep(file_op: str, line_op: str, *, exclude_definitions: bool = False) -> str:
+    """Matching lines: files chosen by `%(file_pattern)s` with `file_op`, lines by
+    `%(line_pattern)s` with `line_op` (keys of the text matches above), definition lines of
+    `%(name)s` left out when asked."""
+    return _GREP.format(
+        file_match=_TEXT_MATCH[file_op].format(col="t.content", param="file_pattern"),
+        line_match=_TEXT_MATCH[line_op].format(col="x.l", param="line_pattern"),
+        exclude=_NOT_A_DEFINITION if exclude_definitions else "",
+    )
+
+
+CHECK_REGEX = "SELECT '' ~ %(pattern)s"
 
 # --- sweeps ---------------------------------------------------------------------------------
 

@@ -19,7 +19,7 @@ from psycopg.rows import class_row
 from psycopg.types.json import Jsonb
 
 from indexer import sql
-from indexer.errors import ForeignSchema, ProjectNotFound
+from indexer.errors import ForeignSchema, InvalidArgument, ProjectNotFound
 from indexer.project import validate_project_name
 from indexer.rows import (
     ChunkRow,
@@ -27,6 +27,7 @@ from indexer.rows import (
     FileRecord,
     FileState,
     IndexedFile,
+    LineMatch,
     OutlineRow,
     ProjectSummary,
     RepoCounts,
@@ -228,8 +229,10 @@ def upsert_file(
     record: FileRecord,
     chunks: Sequence[ChunkRow],
     symbols: Sequence[SymbolRow] = (),
+    text: str | None = None,
 ) -> int:
-    """Write one file with exactly these chunks and symbols, all or nothing; return its id."""
+    """Write one file with exactly these chunks, symbols and text (None: none kept), all or
+    nothing; return its id."""
     with conn.transaction():
         row = conn.execute(
             statement(sql.UPSERT_FILE, project),
@@ -271,6 +274,12 @@ def upsert_file(
             statement(sql.DELETE_CHUNKS_FROM, project), {"file_id": file_id, "n": len(chunks)}
         )
         _replace_symbols(conn, project, file_id, symbols)
+        if text is None:
+            conn.execute(statement(sql.DELETE_FILE_TEXT, project), {"file_id": file_id})
+        else:
+            conn.execute(
+                statement(sql.UPSERT_FILE_TEXT, project), {"file_id": file_id, "content": text}
+            )
     return file_id
 
 
@@ -431,6 +440,38 @@ def indexed_file(conn: Conn, project: str, repo: str, path: str) -> IndexedFile 
 
 def file_symbols(conn: Conn, project: str, file_id: int) -> list[OutlineRow]:
     return _rows(conn, OutlineRow, statement(sql.FILE_SYMBOLS, project), {"file_id": file_id})
+
+
+# --- exact text -----------------------------------------------------------------------------
+
+
+def check_regex(conn: Conn, pattern: str) -> None:
+    """Refuse a pattern PostgreSQL cannot compile, with its reason. Call it before anything
+    else in the transaction: a failed statement ends it."""
+    try:
+        conn.execute(sql.CHECK_REGEX, {"pattern": pattern})
+    except psycopg.errors.InvalidRegularExpression as exc:
+        reason = str(exc).strip().splitlines()[0]
+        raise InvalidArgument(
+            f"the regex {pattern!r} is not valid ({reason}): use PostgreSQL regex syntax "
+            "(POSIX ERE plus \\d \\w \\s, \\m \\M for word edges), or regex: false for "
+            "a literal"
+        ) from None
+
+
+def grep_lines(
+    conn: Conn,
+    project: str,
+    file_op: str,
+    line_op: str,
+    params: Mapping[str, Any],
+    *,
+    exclude_definitions: bool = False,
+) -> list[LineMatch]:
+    """Matching lines in file order (see `sql.grep`). Never prepared: whether the trigram
+    index helps depends on the pattern."""
+    query = statement(sql.grep(file_op, line_op, exclude_definitions=exclude_definitions), project)
+    return _rows(conn, LineMatch, query, params, prepare=False)
 
 
 # --- sweeps ---------------------------------------------------------------------------------

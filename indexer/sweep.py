@@ -353,7 +353,7 @@ class _Sweep:
         record = store.FileRecord(
             cand.repo, cand.path, cand.size, cand.mtime_ns, f.sha256, f.language
         )
-        store.upsert_file(self.conn, self.name, record, rows, f.symbols)
+        store.upsert_file(self.conn, self.name, record, rows, f.symbols, f.text)
 
     def _progress(self, phase: str, done: int, total: int) -> None:
         if self.progress is not None:

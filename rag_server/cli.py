@@ -272,6 +272,8 @@ def search(
 
 app.command()(nav_cli.symbols)
 app.command()(nav_cli.outline)
+app.command()(nav_cli.grep)
+app.command()(nav_cli.refs)
 
 
 @app.command()

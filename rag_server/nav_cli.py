@@ -1,5 +1,6 @@
-"""The navigation commands of `./bld`: `symbols` and `outline`, the CLI faces of the
-`find_symbol` and `get_outline` tools (`--json` prints the tool's object)."""
+"""The navigation commands of `./bld`: `symbols`, `outline`, `grep` and `refs`, the CLI faces
+of the `find_symbol`, `get_outline`, `grep` and `find_references` tools (`--json` prints the
+tool's object)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ from typing import Annotated, Any
 import typer
 
 from indexer.symbols import DEFAULT_SYMBOL_LIMIT, MAX_SYMBOL_LIMIT, find_symbol, get_outline
+from indexer.textsearch import DEFAULT_MAX_RESULTS, MAX_RESULTS, LineMatches, find_references
+from indexer.textsearch import grep as grep_text
 from rag_server.cli_common import ConfigOption, open_database, settings_from, user_errors
 from rag_server.config import select_projects
 
@@ -17,6 +20,9 @@ RepoOption = Annotated[str | None, typer.Option(help="Only this root (its name).
 LanguageOption = Annotated[str | None, typer.Option(help="Only this language, e.g. python.")]
 PathOption = Annotated[
     str | None, typer.Option("--path", help="Only paths matching this glob, e.g. 'src/**/*.py'.")
+]
+MaxOption = Annotated[
+    int, typer.Option("--max", min=1, max=MAX_RESULTS, help="At most this many lines.")
 ]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print the tool's JSON object.")]
 
@@ -105,3 +111,79 @@ def outline(
             show(e.children, depth + 1)
 
     show(found.symbols, 0)
+
+
+def _print_lines(found: LineMatches, key: str, as_json: bool) -> None:
+    if as_json:
+        _print_json({**found.to_dict(key), "truncated": False})
+        return
+    for m in found.matches:
+        typer.echo(f"{m.repo}/{m.path}:{m.line}: {m.text}")
+    if not found.matches:
+        typer.echo("no matches")
+    elif not found.complete:
+        typer.echo(f"(stopped at {len(found.matches)}: there are more; raise --max or narrow)")
+
+
+def grep(
+    project: ProjectArg,
+    pattern: Annotated[str, typer.Argument(help="The text to find (a literal unless --regex).")],
+    regex: Annotated[bool, typer.Option("--regex", help="A PostgreSQL regex.")] = False,
+    ignore_case: Annotated[bool, typer.Option("--ignore-case", "-i")] = False,
+    repo: RepoOption = None,
+    language: LanguageOption = None,
+    path: PathOption = None,
+    max_results: MaxOption = DEFAULT_MAX_RESULTS,
+    as_json: JsonOption = False,
+    config: ConfigOption = None,
+) -> None:
+    """Every indexed line containing the text, as `repo/path:line: text`.
+
+    Example: ./bld grep code_rag "compare_digest"
+    """
+    with user_errors():
+        settings = settings_from(config)
+        [target] = select_projects(settings, project)
+        with open_database(settings) as db:
+            found = grep_text(
+                db,
+                target,
+                pattern,
+                regex=regex,
+                case_sensitive=not ignore_case,
+                repo=repo,
+                language=language,
+                path_glob=path,
+                max_results=max_results,
+            )
+    _print_lines(found, "matches", as_json)
+
+
+def refs(
+    project: ProjectArg,
+    name: Annotated[str, typer.Argument(help="The identifier, e.g. sweep_project.")],
+    repo: RepoOption = None,
+    language: LanguageOption = None,
+    path: PathOption = None,
+    max_results: MaxOption = DEFAULT_MAX_RESULTS,
+    as_json: JsonOption = False,
+    config: ConfigOption = None,
+) -> None:
+    """Every line using the identifier (its definitions left out), as `repo/path:line: text`.
+
+    Example: ./bld refs code_rag sweep_project
+    """
+    with user_errors():
+        settings = settings_from(config)
+        [target] = select_projects(settings, project)
+        with open_database(settings) as db:
+            found = find_references(
+                db,
+                target,
+                name,
+                repo=repo,
+                language=language,
+                path_glob=path,
+                max_results=max_results,
+            )
+    _print_lines(found, "references", as_json)

@@ -31,14 +31,7 @@ from indexer.search import (
     search_code,
 )
 from rag_server.mcp import STRUCTURED_OUTPUT_SINCE, version_at_least
-from rag_server.nav_tools import (
-    FIND_SYMBOL_INPUT,
-    FIND_SYMBOL_OUTPUT,
-    GET_OUTLINE_INPUT,
-    GET_OUTLINE_OUTPUT,
-    find_symbol_handler,
-    get_outline_handler,
-)
+from rag_server.nav_tools import NAV_TOOLS
 from rag_server.service import Service
 
 MAX_RESULT_CHARS = 32_000  # the whole JSON of one result (~8k tokens of code)
@@ -382,30 +375,7 @@ TOOLS: tuple[ToolSpec, ...] = (
         SEARCH_OUTPUT,
         search_handler,
     ),
-    ToolSpec(
-        "find_symbol",
-        "Find where a symbol is defined",
-        "Answer 'where is X defined?': the definitions named `name` (functions, methods, "
-        "classes, structs, modules... from the parse of every indexed file, nested and small "
-        "ones included) with repo, path, start_line-end_line, kind, qualified_name and the "
-        "signature line. `Cart.add` / `Cart::add` / `Cart#add` narrow by owner. match=prefix "
-        "lists names starting with it, match=fuzzy finds near misses; an exact name that "
-        "matches nothing falls back to fuzzy (the result's `match` says so). Use search_code "
-        "instead when you can only describe the code.",
-        FIND_SYMBOL_INPUT,
-        FIND_SYMBOL_OUTPUT,
-        find_symbol_handler,
-    ),
-    ToolSpec(
-        "get_outline",
-        "Outline a file",
-        "Answer 'what is in this file?': the definitions of one indexed file as a tree "
-        "(classes with their methods), each with kind, lines and signature, without reading "
-        "the file. Give the repo and path as other tools print them.",
-        GET_OUTLINE_INPUT,
-        GET_OUTLINE_OUTPUT,
-        get_outline_handler,
-    ),
+    *(ToolSpec(*spec) for spec in NAV_TOOLS),
     ToolSpec(
         "get_chunk",
         "Read one search hit",
@@ -466,7 +436,8 @@ class ProjectTools:
             f"Code search over the project {self.project.name!r} "
             f"({len(self.project.roots)} root(s)). Use search_code to find where something is "
             "implemented by describing it; find_symbol for where a named symbol is defined; "
-            "get_outline for what a file defines. Results point at file ranges to read."
+            "get_outline for what a file defines; find_references for who uses a name; grep "
+            "for every line with some exact text. Results point at file ranges to read."
         )
 
     def definitions(self, version: str) -> list[dict[str, Any]]:

@@ -33,6 +33,8 @@ TOOL_NAMES = {
     "index_status",
     "find_symbol",
     "get_outline",
+    "grep",
+    "find_references",
 }
 
 
@@ -58,6 +60,8 @@ async def exercise(url: str, mode: str) -> dict[str, Any]:
         seen["status"] = await client.call_tool("index_status", {})
         seen["bad"] = await client.call_tool("search_code", {"query": "x", "top_k": 999})
         seen["symbol"] = await client.call_tool("find_symbol", {"name": "Invoice.total"})
+        seen["grep"] = await client.call_tool("grep", {"pattern": "round(sum"})
+        seen["refs"] = await client.call_tool("find_references", {"name": "retry_with_backoff"})
         seen["outline"] = await client.call_tool(
             "get_outline", {"repo": "shop", "path": "billing/invoice.py"}
         )
@@ -104,6 +108,14 @@ def test_sdk_client_lists_and_calls_every_tool(shop: Served, mode: str, version:
 
     [symbol] = seen["symbol"].structured_content["symbols"]
     assert (symbol["qualified_name"], symbol["path"]) == ("Invoice.total", "billing/invoice.py")
+    grep = seen["grep"].structured_content
+    assert [(m["path"], m["line"]) for m in grep["matches"]] == [("billing/invoice.py", 10)]
+    assert grep["complete"] is True
+    assert seen["refs"].structured_content == {
+        "references": [],
+        "complete": True,
+        "truncated": False,
+    }
     [invoice] = seen["outline"].structured_content["symbols"]
     assert [c["name"] for c in invoice["children"]] == ["generate_number", "total"]
 

@@ -10,6 +10,7 @@ overloads are checked by hand.
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import tempfile
 from collections.abc import Iterator
@@ -191,3 +192,110 @@ def test_cli_symbols_and_outline(workspace: Path) -> None:
     missing = bld(workspace, "outline", "shop", "shop", "nope.py")
     assert missing.returncode == 1
     assert missing.stderr.startswith("error: shop/nope.py is not indexed")
+
+
+# --- grep and find_references ------------------------------------------------------------------
+
+SERVED = [*SCANS, "chunkers/cpp/matrix.hpp"]
+
+
+def file_lines() -> dict[str, list[str]]:
+    return {rel: (FIXTURES / rel).read_text().splitlines() for rel in SERVED}
+
+
+def lines_where(test: Any) -> list[tuple[str, int, str]]:
+    """(path, line, text) of every served line passing `test`, in path and line order."""
+    return [
+        (rel, n, text)
+        for rel, lines in sorted(file_lines().items())
+        for n, text in enumerate(lines, 1)
+        if test(text)
+    ]
+
+
+def got(payload: dict[str, Any], key: str = "matches") -> list[tuple[str, int, str]]:
+    assert all(m["repo"] == REPO for m in payload[key])
+    return [(m["path"], m["line"], m["text"]) for m in payload[key]]
+
+
+@pytest.mark.parametrize("pattern", ["return", "self", "::", "?", "$", "_", "%", "(", "=> "])
+def test_grep_literal_returns_every_matching_line(fx: Served, pattern: str) -> None:
+    found = call(fx, "grep", pattern=pattern, max_results=1000)
+    assert found["complete"] is True
+    assert got(found) == lines_where(lambda line: pattern in line)
+
+
+def test_grep_ignoring_case_and_by_regex(fx: Served) -> None:
+    found = call(fx, "grep", pattern="ReTuRn", case_sensitive=False, max_results=1000)
+    assert got(found) == lines_where(lambda line: "return" in line.lower())
+    pattern = r"^\s*(def|fn|func) [a-z_]+\("
+    found = call(fx, "grep", pattern=pattern, regex=True, max_results=1000)
+    assert got(found) == lines_where(lambda line: re.search(pattern, line) is not None)
+    assert got(found)  # the pattern does match something
+    found = call(fx, "grep", pattern="impl", language="rust", max_results=1000)
+    assert got(found) == [m for m in lines_where(lambda ln: "impl" in ln) if m[0].endswith(".rs")]
+
+
+def test_grep_is_bounded_and_says_so(fx: Served) -> None:
+    everything = lines_where(lambda line: "e" in line)
+    found = call(fx, "grep", pattern="e", max_results=5)
+    assert (got(found), found["complete"]) == (everything[:5], False)
+    message = tool_error(fx, "grep", pattern="(unclosed", regex=True)
+    assert "not valid" in message and "regex" in message
+    assert "out of range" in tool_error(fx, "grep", pattern="x", max_results=100_000)
+
+
+def references(name: str) -> list[tuple[str, int, str]]:
+    """Whole-word occurrences of `name` in the scanned files, less its scanned definitions."""
+    word = re.compile(rf"(?<![\w$]){re.escape(name)}(?![\w$])")
+    defined = {(rel, line) for rel in SCANS for n, line in scan(rel) if n == name}
+    return [
+        m
+        for m in lines_where(lambda text: word.search(text) is not None)
+        if (m[0], m[1]) not in defined and m[0] in SCANS
+    ]
+
+
+@pytest.mark.parametrize("rel", sorted(SCANS))
+def test_find_references_matches_a_whole_word_scan(fx: Served, rel: str) -> None:
+    for name in sorted({n for n, _ in scan(rel)}):
+        found = call(fx, "find_references", name=name, max_results=1000)
+        assert found["complete"] is True
+        # The C++ file is served but not scanned: leave its lines out of the comparison.
+        refs = [m for m in got(found, "references") if m[0] in SCANS]
+        assert refs == references(name), name
+
+
+def test_find_references_of_odd_names_and_the_cap(fx: Served) -> None:
+    # `$` is a whole word in `$(key)` and in a template literal's `${`, never inside `$$`.
+    refs = got(call(fx, "find_references", name="$"), "references")
+    assert ("navigation/dollar.js", 14, "    $cache.set(key, $(key));") in refs
+    assert not [r for r in refs if "$$" in r[2]]
+    # With owners, the last part is looked for; its definition line is not a reference.
+    refs = got(call(fx, "find_references", name="Subscription#next_renewal"), "references")
+    assert refs == references("next_renewal")
+    assert [(p, n) for p, n, _ in refs] == [("chunkers/ruby/subscription.rb", 41)]  # one a line
+    found = call(fx, "find_references", name="self", max_results=3)
+    assert len(found["references"]) == 3 and found["complete"] is False
+
+
+def test_cli_grep_and_refs(workspace: Path) -> None:
+    assert bld(workspace, "scan", "shop").returncode == 0
+    result = bld(workspace, "grep", "shop", "self.lines", "--json")
+    assert json.loads(result.stdout) == {
+        "matches": [
+            {"repo": "shop", "path": "billing/invoice.py", "line": 3,
+             "text": "        return sum(self.lines)"}
+        ],
+        "complete": True,
+        "truncated": False,
+    }  # fmt: skip
+    text = bld(workspace, "refs", "shop", "slugify").stdout
+    assert text.strip() == "no matches"  # its only line is its definition
+    text = bld(workspace, "grep", "shop", "RETURN", "-i").stdout.splitlines()
+    assert text == [
+        "shop/billing/invoice.py:3:         return sum(self.lines)",
+        "shop/util.py:2:     return text.lower()",
+    ]
+    bad = bld(workspace, "grep", "shop", "a(", "--regex")
+    assert bad.returncode == 1 and "is not valid" in bad.stderr

@@ -1,6 +1,6 @@
-"""The symbol table in the database: the sweep writes each file's definitions with its chunks,
-replaces them when the file changes, drops them with the file, and fills the table for an index
-built before it existed without embedding anything again."""
+"""The symbol table and the file text in the database: the sweep writes each file's definitions
+and text with its chunks, replaces them when the file changes, drops them with the file, and
+fills both for an index built before they existed without embedding anything again."""
 
 from __future__ import annotations
 
@@ -125,11 +125,43 @@ def test_an_index_from_before_the_symbol_table_fills_it_without_re_embedding(
     # Stage an index as an older release left it: no symbol table, the previous chunker.
     sweep(database, project, embedder)
     execute(conn, project.name, "DROP TABLE {schema}.rag_symbol")
-    execute(conn, project.name, "DELETE FROM {schema}.rag_migration WHERE name = 'm002_symbols'")
+    execute(conn, project.name, "DROP TABLE {schema}.rag_file_text")
+    execute(
+        conn,
+        project.name,
+        "DELETE FROM {schema}.rag_migration WHERE name IN ('m002_symbols', 'm003_file_text')",
+    )
     store.set_meta(conn, project.name, "chunker_version", 1)
     conn.commit()
     ollama_standin.reset_counters()
     sweep(database, project, embedder)
     assert ollama_standin.embedding_calls == 0
     assert file_symbols(conn, project.name, "shop", "cart.py") == expected(SHOP)
+    assert file_text(conn, project.name, "cart.py") == SHOP
+    conn.rollback()
+
+
+def file_text(conn: Conn, project: str, path: str) -> str | None:
+    row = conn.execute(
+        psycopg.sql.SQL(
+            "SELECT t.content FROM {s}.rag_file_text t JOIN {s}.rag_file f ON f.id = t.file_id"
+            " WHERE f.path = %(path)s"
+        ).format(s=psycopg.sql.Identifier(project)),
+        {"path": path},
+    ).fetchone()
+    return None if row is None else str(row[0])
+
+
+def test_each_file_keeps_its_text_as_the_chunker_read_it(
+    database: Database, conn: Conn, project: Project, tree: Path, embedder: Any
+) -> None:
+    # CRLF and a BOM are normalised as the chunker does, so line N is the chunks' line N.
+    (tree / "crlf.py").write_bytes(b"\xef\xbb\xbfdef a():\r\n    return 1\r\n")
+    sweep(database, project, embedder)
+    assert file_text(conn, project.name, "cart.py") == SHOP
+    assert file_text(conn, project.name, "crlf.py") == "def a():\n    return 1\n"
+    conn.rollback()
+    (tree / "crlf.py").unlink()
+    sweep(database, project, embedder)
+    assert file_text(conn, project.name, "crlf.py") is None
     conn.rollback()
