@@ -3,7 +3,7 @@ sweep, never holding a connection. `store` reads and writes them."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -144,6 +144,8 @@ class StoredChunk:
     kind: str
     language: str | None
     content: str
+    # Every definition whose signature is in this chunk (several when small ones were merged).
+    symbols: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True, slots=True)

@@ -415,10 +415,29 @@ SELECT c.id
  LIMIT 5
 """
 )
+# Chunks holding `%(pattern)s` (a LIKE pattern) verbatim, with their file's language: files
+# through the trigram index, then their chunks. `limit` is one more than the caller uses, so
+# it can tell a distinctive identifier from a common one.
+VERBATIM_CHUNKS = (
+    """
+SELECT c.id, f.language
+  FROM {schema}.rag_file_text t
+  JOIN {schema}.rag_file f ON f.id = t.file_id
+  JOIN {schema}.rag_chunk c ON c.file_id = t.file_id
+ WHERE t.content LIKE %(pattern)s AND c.content LIKE %(pattern)s
+"""
+    + _SEARCH_FILTERS
+    + """
+ ORDER BY c.id
+ LIMIT %(limit)s
+"""
+)
 # Rows as `store.StoredChunk`.
 CHUNKS_BY_ID = """
 SELECT c.id AS chunk_id, f.repo, f.path, c.start_line, c.end_line, c.symbol, c.kind,
-       f.language, c.content
+       f.language, c.content,
+       ARRAY(SELECT s.qualified_name FROM {schema}.rag_symbol s
+              WHERE s.chunk_id = c.id ORDER BY s.ordinal) AS symbols
   FROM {schema}.rag_chunk c
   JOIN {schema}.rag_file f ON f.id = c.file_id
  WHERE c.id = ANY(%(ids)s)

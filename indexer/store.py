@@ -47,6 +47,11 @@ def _rows(conn: Conn, cls: type[Any], query: Any, params: Any = None, **kw: Any)
         return cur.execute(query, params, **kw).fetchall()
 
 
+def like_escape(text: str) -> str:
+    """`text` as a literal inside a LIKE pattern (backslash is LIKE's default escape)."""
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+
+
 def statement(text: str, project: str, **identifiers: Any) -> pgsql.Composed:
     """Compose one statement for `project`; the name is validated, then quoted as an identifier."""
     name = validate_project_name(project)
@@ -407,6 +412,19 @@ def symbol_defined_in(
     params = {**filters, "term": term, "definition_re": definition_re, "owner": owner}
     rows = conn.execute(statement(sql.SYMBOL_DEFINED_IN, project), params).fetchall()
     return [r[0] for r in rows]
+
+
+def verbatim_chunks(
+    conn: Conn, project: str, text: str, filters: Mapping[str, Any], limit: int
+) -> list[tuple[int, str | None]]:
+    """(chunk id, language) of chunks holding `text` verbatim (case and all), at most `limit`."""
+    pattern = "%" + like_escape(text) + "%"
+    rows = conn.execute(
+        statement(sql.VERBATIM_CHUNKS, project),
+        {**filters, "pattern": pattern, "limit": limit},
+        prepare=False,
+    ).fetchall()
+    return [(r[0], r[1]) for r in rows]
 
 
 def chunks_by_id(conn: Conn, project: str, ids: Sequence[int]) -> dict[int, StoredChunk]:

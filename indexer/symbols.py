@@ -90,10 +90,6 @@ def filters(
     }
 
 
-def like_escape(text: str) -> str:
-    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-
-
 def find_symbol(
     db: Database,
     project: Project,
@@ -139,13 +135,13 @@ def find_symbol(
                     **params,
                     "name": last,
                     "dotted": dotted,
-                    "dotted_tail": "%." + like_escape(dotted),
+                    "dotted_tail": "%." + store.like_escape(dotted),
                 },
             )
             if found:
                 return SymbolMatches(found, "exact")
         elif match == "prefix":
-            prefix = like_escape(name.lower()) + "%"
+            prefix = store.like_escape(name.lower()) + "%"
             where = "prefix_qualified" if qualified else "prefix"
             found = store.find_symbols(
                 conn, project.name, where, "prefix", {**params, "prefix": prefix}

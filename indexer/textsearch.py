@@ -19,7 +19,7 @@ from indexer.db import Database
 from indexer.errors import InvalidArgument
 from indexer.project import Project
 from indexer.rows import LineMatch
-from indexer.symbols import filters, like_escape
+from indexer.symbols import filters
 
 DEFAULT_MAX_RESULTS = 100
 MAX_RESULTS = 1000
@@ -97,7 +97,7 @@ def grep(
         params["line_pattern"] = pattern
     else:
         op = "like" if case_sensitive else "ilike"
-        params["file_pattern"] = params["line_pattern"] = "%" + like_escape(pattern) + "%"
+        params["file_pattern"] = params["line_pattern"] = "%" + store.like_escape(pattern) + "%"
     with db.reading(f"searching the text of {project.name}", timeout_ms=GREP_TIMEOUT_MS) as conn:
         if regex:
             store.check_regex(conn, pattern)
@@ -159,7 +159,7 @@ def find_references(
             "regex",
             {
                 **params,
-                "file_pattern": "%" + like_escape(name) + "%",
+                "file_pattern": "%" + store.like_escape(name) + "%",
                 "line_pattern": word_regex(name),
             },
             exclude_definitions=True,

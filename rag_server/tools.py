@@ -53,6 +53,11 @@ HIT_SCHEMA: dict[str, Any] = {
         "start_line": {"type": "integer"},
         "end_line": {"type": "integer"},
         "symbol": _NULLABLE_STRING,
+        "symbols": {
+            "type": "array",
+            "items": {"type": "string"},
+            "description": "every definition whose signature is in the hit (qualified names)",
+        },
         "score": {"type": "number"},
         "snippet": {"type": "string"},
         "stale": {
