@@ -470,14 +470,14 @@ _SYMBOL_WHERE = {
     f" AND ({_DOTTED} = %(dotted)s OR {_DOTTED} LIKE %(dotted_tail)s)",
     "prefix": "lower(s.name) LIKE %(prefix)s",
     "prefix_qualified": "lower(s.qualified_name) LIKE %(prefix)s",
-    # pg_trgm: similar as a whole (%), or the query similar to a part of the name (<%).
-    "fuzzy": "(lower(s.name) %% lower(%(name)s) OR lower(%(name)s) <%% lower(s.name))",
+    # pg_trgm's similarity (share of trigrams in common) above its threshold (0.3).
+    "fuzzy": "lower(s.name) %% lower(%(name)s)",
 }
 _SYMBOL_ORDER = {
     "exact": "length(s.qualified_name)",
-    "prefix": "length(s.name), s.name",
-    "fuzzy": "greatest(similarity(lower(s.name), lower(%(name)s)),"
-    " word_similarity(lower(%(name)s), lower(s.name))) DESC, length(s.name)",
+    # The index's own order (text_pattern_ops sorts with ~<~), so a LIMIT stops the scan early.
+    "prefix": "lower(s.name) USING ~<~",
+    "fuzzy": "similarity(lower(s.name), lower(%(name)s)) DESC, length(s.name)",
 }
 
 
@@ -500,8 +500,10 @@ SELECT name, qualified_name, kind, start_line, end_line, signature, parent
 
 # --- exact text -----------------------------------------------------------------------------
 
-# Rows as `rows.LineMatch`: matching lines of the files whose text matches, in file order, at
-# most `limit` (the caller asks one more than it shows, to know whether the list is complete).
+# Rows as `rows.LineMatch`: matching lines of the files whose text matches, at most `limit`
+# (the caller asks one more than it shows, to know whether the list is complete). No ORDER BY
+# over files: the scan stops as soon as `limit` lines are found instead of reading every
+# candidate file first (a common word matches most files); the caller sorts what it got.
 # `{file_match}` narrows files through the trigram index; `{line_match}` picks their lines.
 _GREP = (
     """
@@ -513,7 +515,7 @@ SELECT m.repo, m.path, x.n::int AS line, left(x.l, %(max_line_chars)s) AS text
 """
     + _SEARCH_FILTERS
     + """
-         ORDER BY f.repo, f.path) AS m,
+       ) AS m,
        LATERAL regexp_split_to_table(m.content, E'\\n') WITH ORDINALITY AS x(l, n)
  WHERE {line_match}
    {exclude}

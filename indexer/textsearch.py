@@ -74,8 +74,9 @@ def grep(
     path_glob: str | None = None,
     max_results: int = DEFAULT_MAX_RESULTS,
 ) -> LineMatches:
-    """Every line of the indexed files matching `pattern` (a literal unless `regex`), in
-    repo, path and line order, at most `max_results`; `complete` is False when more match."""
+    """Every line of the indexed files matching `pattern` (a literal unless `regex`), sorted
+    by repo, path and line, at most `max_results`; `complete` is False when more match (the
+    lines shown are then some of them, not necessarily the first in path order)."""
     if not isinstance(pattern, str) or not pattern.strip():
         raise InvalidArgument("pattern is empty: give the text to find")
     if "\n" in pattern:
@@ -109,9 +110,9 @@ def grep(
 def _bounded(
     rows: list[LineMatch], max_results: int, needle: str | None, case_sensitive: bool
 ) -> LineMatches:
+    kept = sorted(rows[:max_results], key=lambda r: (r.repo, r.path, r.line))
     shown = [
-        LineMatch(r.repo, r.path, r.line, _shown(r.text, needle, case_sensitive))
-        for r in rows[:max_results]
+        LineMatch(r.repo, r.path, r.line, _shown(r.text, needle, case_sensitive)) for r in kept
     ]
     return LineMatches(shown, complete=len(rows) <= max_results)
 

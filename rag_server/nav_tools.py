@@ -354,7 +354,7 @@ NAV_TOOLS: tuple[tuple[str, str, str, dict[str, Any], dict[str, Any], Any], ...]
         "grep",
         "Find every line that says X",
         "Answer 'where does this exact text appear?': every matching line of the indexed "
-        "files (not one per chunk) with repo, path and line number, in path order. A literal "
+        "files (not one per chunk) with repo, path and line number, sorted by path. A literal "
         "by default (case-sensitive unless case_sensitive=false); regex=true takes a "
         "PostgreSQL regex. `complete: false` means max_results cut the list: narrow with "
         "repo, language or path_glob. Use it for strings, error messages, config keys; "
