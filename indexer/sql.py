@@ -192,6 +192,18 @@ COUNT_CHUNKS = "SELECT count(*) FROM {schema}.rag_chunk"
 # The keyword ranker weighs terms by the planner's statistics of `tsv`: refresh them after
 # large writes rather than waiting for autovacuum.
 ANALYZE_CHUNKS = "ANALYZE {schema}.rag_chunk"
+# The trigram indexes are dropped and rebuilt around a bulk load like the HNSW index (the
+# migrations create them under the same names).
+DROP_TRGM = [
+    "DROP INDEX IF EXISTS {schema}.rag_file_text_trgm",
+    "DROP INDEX IF EXISTS {schema}.rag_symbol_name_trgm",
+]
+CREATE_TRGM = [
+    "CREATE INDEX IF NOT EXISTS rag_file_text_trgm"
+    " ON {schema}.rag_file_text USING gin (content gin_trgm_ops)",
+    "CREATE INDEX IF NOT EXISTS rag_symbol_name_trgm"
+    " ON {schema}.rag_symbol USING gin (lower(name) gin_trgm_ops)",
+]
 CREATE_HNSW = """
 CREATE INDEX IF NOT EXISTS rag_chunk_embedding_hnsw
     ON {schema}.rag_chunk USING hnsw (embedding vector_cosine_ops)
@@ -516,7 +528,7 @@ SELECT m.repo, m.path, x.n::int AS line, left(x.l, %(max_line_chars)s) AS text
     + _SEARCH_FILTERS
     + """
        ) AS m,
-       LATERAL regexp_split_to_table(m.content, E'\\n') WITH ORDINALITY AS x(l, n)
+       LATERAL unnest(string_to_array(m.content, E'\\n')) WITH ORDINALITY AS x(l, n)
  WHERE {line_match}
    {exclude}
  LIMIT %(limit)s

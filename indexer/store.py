@@ -180,7 +180,7 @@ def set_embedding_dimension(conn: Conn, project: str, dim: int) -> bool:
         raise ValueError(f"an embedding dimension must be 1..16000, got {dim!r}")
     current = embedding_dimension(conn, project)
     if current == dim:
-        build_vector_index(conn, project)  # a sweep killed during a bulk load left none
+        build_bulk_indexes(conn, project)  # a sweep killed during a bulk load left none
         return False
     with conn.transaction():
         conn.execute(statement(sql.DROP_HNSW, project))
@@ -190,18 +190,22 @@ def set_embedding_dimension(conn: Conn, project: str, dim: int) -> bool:
     return current is not None
 
 
-def drop_vector_index(conn: Conn, project: str) -> None:
-    """Drop the HNSW index before a bulk load (building it afterwards is several times faster
-    than inserting into it row by row); searches meanwhile scan exactly."""
+def drop_bulk_indexes(conn: Conn, project: str) -> None:
+    """Drop the HNSW and trigram indexes before a bulk load (building them afterwards is
+    several times faster than inserting into them row by row); searches meanwhile scan."""
     with conn.transaction():
         conn.execute(statement(sql.DROP_HNSW, project))
+        for step in sql.DROP_TRGM:
+            conn.execute(statement(step, project))
 
 
-def build_vector_index(conn: Conn, project: str, memory: str = "1GB") -> None:
-    """(Re)build the HNSW index if it is missing."""
+def build_bulk_indexes(conn: Conn, project: str, memory: str = "1GB") -> None:
+    """(Re)build the HNSW and trigram indexes where missing."""
     with conn.transaction():
         conn.execute(sql.SET_BUILD_MEMORY, {"mem": memory})
         conn.execute(statement(sql.CREATE_HNSW, project))
+        for step in sql.CREATE_TRGM:
+            conn.execute(statement(step, project))
 
 
 def analyze_chunks(conn: Conn, project: str) -> None:
