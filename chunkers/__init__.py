@@ -2,12 +2,12 @@
 
 No I/O beyond the bytes handed in, no database. Public API:
 `chunk_file`, `detect_language`, `is_binary`, `embedding_text`, `Chunk`, `ChunkResult`,
-`ChunkerConfig`, `CHUNKER_VERSION`.
+`ChunkerConfig`, `Symbol`, `CHUNKER_VERSION`.
 """
 
 from .detect import detect_language, is_binary
 from .embedding import embedding_text
-from .model import CHUNKER_VERSION, Chunk, ChunkerConfig, ChunkResult
+from .model import CHUNKER_VERSION, Chunk, ChunkerConfig, ChunkResult, Symbol
 from .pipeline import chunk_file
 
 __all__ = [
@@ -15,6 +15,7 @@ __all__ = [
     "Chunk",
     "ChunkResult",
     "ChunkerConfig",
+    "Symbol",
     "chunk_file",
     "detect_language",
     "embedding_text",

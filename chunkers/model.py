@@ -10,7 +10,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-CHUNKER_VERSION = 1
+# 2: files carry their symbol table; 3: and their text (re-chunking fills both; unchanged
+# chunks keep their vectors).
+CHUNKER_VERSION = 3
 
 # ~512-token embedders see roughly 1,500-2,500 characters of code (code runs at 1-3 chars/token).
 DEFAULT_MAX_CHARS = 2000
@@ -39,6 +41,29 @@ class Chunk:
     kind: str
     language: str
     content: str
+
+
+@dataclass(frozen=True, slots=True)
+class Symbol:
+    """One definition the grammar sees, nested and merged ones included.
+
+    `name` is as written (`cancel!`, `fmt`), `qualified_name` carries its owners
+    (`Billing::Subscription#cancel!`, `Point::fmt`), `parent` is the qualified name of the
+    definition it sits in. Lines are 1-based inclusive; `start_line..end_line` include its doc
+    comments and decorators, `signature_line` is the line holding its name and `signature` that
+    line trimmed. `chunk` is the index (in `ChunkResult.chunks`) of the chunk holding the
+    signature line: for a definition split into pieces, the piece that starts it.
+    """
+
+    name: str
+    qualified_name: str
+    kind: str
+    start_line: int
+    end_line: int
+    signature_line: int
+    signature: str
+    parent: str | None
+    chunk: int
 
 
 @dataclass(frozen=True)
@@ -87,9 +112,13 @@ class ChunkerConfig:
 
 @dataclass(frozen=True)
 class ChunkResult:
-    """What `chunk_file` found: the language, the chunks, and why it refused or fell back."""
+    """What `chunk_file` found: the language, the chunks, the definitions in them (in file
+    order, a parent before its children), and why it refused or fell back."""
 
     language: str | None
     chunks: tuple[Chunk, ...]
     refused: str | None = None
     fallback: str | None = None
+    symbols: tuple[Symbol, ...] = ()
+    # The decoded text (BOM dropped, newlines as LF): line N here is the chunks' line N.
+    text: str = ""

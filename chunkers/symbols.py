@@ -32,6 +32,10 @@ class Definition:
     start_byte: int
     end_byte: int
     children: list[Definition] = field(default_factory=list)
+    # The name as written at the definition (`fmt`, `cancel!`), before any owner is prefixed.
+    short_name: str = ""
+    # The line holding the name: the signature, below any decorators and doc comments.
+    name_line: int = 0
 
     @property
     def is_container(self) -> bool:
@@ -90,12 +94,14 @@ def _definition(
     name = rules.name_of(names, node) if rules.name_of else _text(names[0])
     if not name:
         return None
+    short_name = name
     qualifier = captures.get("qualifier")
     if qualifier:
         name = _strip_generics(_text(qualifier[0])) + rules.separator + name
     kind = kind.removeprefix("definition.")
     if kind == "impl" or (rules.strip_generics and "operator" not in name):
         name = _strip_generics(name)
+        short_name = _strip_generics(short_name) or short_name
     while node.parent is not None and node.parent.type in rules.wrappers:
         node = node.parent
     # `@end` marks a sibling that completes the definition (Dart: signature, then body).
@@ -107,6 +113,8 @@ def _definition(
         kind=kind,
         start_byte=node.start_byte,
         end_byte=max(node.end_byte, last.end_byte),
+        short_name=short_name,
+        name_line=names[0].start_point[0] + 1,
     )
 
 

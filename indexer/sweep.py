@@ -39,8 +39,8 @@ from indexer.write import Writer
 log = logging.getLogger("code_rag.sweep")
 
 DEFAULT_FILES_PER_COMMIT = 50
-# Into an empty project, at least this many files are a bulk load: the HNSW index is built
-# once at the end instead of updated per row.
+# Into an empty project, at least this many files are a bulk load: the HNSW and trigram indexes
+# are built once at the end instead of updated per row.
 BULK_LOAD_FILES = 200
 # After writing this many chunks the planner's term statistics are refreshed (keyword ranking).
 ANALYZE_AFTER_CHUNKS = 1000
@@ -133,7 +133,7 @@ class _Sweep:
         todo = self._compare(walked.files, states)
         bulk = len(todo) >= BULK_LOAD_FILES and store.chunk_count(self.conn, self.name) == 0
         if bulk:
-            store.drop_vector_index(self.conn, self.name)
+            store.drop_bulk_indexes(self.conn, self.name)
             self.conn.commit()
         report.add_time("compare", time.perf_counter() - t)
         self._progress("walk", 0, len(todo))
@@ -141,7 +141,7 @@ class _Sweep:
         self.index(todo)
         if bulk:
             t = time.perf_counter()
-            store.build_vector_index(self.conn, self.name)
+            store.build_bulk_indexes(self.conn, self.name)
             self.conn.commit()
             report.add_time("build_index", time.perf_counter() - t)
         if bulk or report.chunks_written >= ANALYZE_AFTER_CHUNKS:

@@ -147,4 +147,4 @@ class Writer:
         record = store.FileRecord(
             cand.repo, cand.path, cand.size, cand.mtime_ns, f.sha256, f.language
         )
-        store.upsert_file(self.conn, self.name, record, rows)
+        store.upsert_file(self.conn, self.name, record, rows, f.symbols, f.text)

@@ -6,28 +6,26 @@ error (`RagError`) and exits non-zero. Tracebacks are for bugs, never for user m
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
 from indexer import store
-from indexer.db import Database
 from indexer.errors import RagError
 from indexer.project import Project
 from indexer.search import search_code
 from indexer.status import project_status
 from indexer.sweep import sweep_project
 from indexer.walk import walk_project
+from rag_server import nav_cli
 from rag_server.admin_client import admin_call
+from rag_server.cli_common import ConfigOption, open_database, settings_from, user_errors
 from rag_server.config import (
-    CONFIG_ENV,
     Settings,
     default_config_path,
     load_settings,
@@ -57,34 +55,6 @@ model_app = typer.Typer(
     no_args_is_help=True,
 )
 app.add_typer(model_app, name="model")
-
-ConfigOption = Annotated[
-    Path | None,
-    typer.Option(
-        "--config",
-        envvar=CONFIG_ENV,
-        help="application.ini to use (default: ./application.ini; all defaults if missing).",
-        show_default=False,
-    ),
-]
-
-
-@contextlib.contextmanager
-def user_errors() -> Iterator[None]:
-    """Turn our errors into one line on stderr and exit code 1."""
-    try:
-        yield
-    except RagError as exc:
-        typer.echo(f"error: {exc.message}", err=True)
-        raise typer.Exit(1) from None
-
-
-def settings_from(config: Path | None) -> Settings:
-    return load_settings(config)
-
-
-def open_database(settings: Settings) -> Database:
-    return Database(settings.database.dsn, settings.data_dir).open()
 
 
 @db_app.command("status")
@@ -353,6 +323,12 @@ def search(
             where = f"{h.repo}/{h.path}:{h.start_line}-{h.end_line}"
             stale = "  (stale: its root is unavailable)" if h.stale else ""
             typer.echo(f"{where:<{width}}  {h.symbol or '-'}  {h.score:.4f}{stale}")
+
+
+app.command()(nav_cli.symbols)
+app.command()(nav_cli.outline)
+app.command()(nav_cli.grep)
+app.command()(nav_cli.refs)
 
 
 @app.command()

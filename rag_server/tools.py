@@ -31,6 +31,7 @@ from indexer.search import (
     search_code,
 )
 from rag_server.mcp import STRUCTURED_OUTPUT_SINCE, version_at_least
+from rag_server.nav_tools import NAV_TOOLS
 from rag_server.service import Service
 
 MAX_RESULT_CHARS = 32_000  # the whole JSON of one result (~8k tokens of code)
@@ -52,6 +53,11 @@ HIT_SCHEMA: dict[str, Any] = {
         "start_line": {"type": "integer"},
         "end_line": {"type": "integer"},
         "symbol": _NULLABLE_STRING,
+        "symbols": {
+            "type": "array",
+            "items": {"type": "string"},
+            "description": "every definition whose signature is in the hit (qualified names)",
+        },
         "score": {"type": "number"},
         "snippet": {"type": "string"},
         "index_age_s": {
@@ -372,11 +378,13 @@ TOOLS: tuple[ToolSpec, ...] = (
         "Returns the best-matching chunks (functions, classes, sections) with repo, path, "
         "absolute_path, start_line-end_line, symbol, score and a short snippet. Read the "
         "file range you need afterwards (or call get_chunk). Narrow with repo, language or "
-        "path_glob. Faster than grepping a large tree when you do not know the names yet.",
+        "path_glob. Faster than grepping a large tree when you do not know the names yet. "
+        "When you know a name: find_symbol says where it is defined.",
         SEARCH_INPUT,
         SEARCH_OUTPUT,
         search_handler,
     ),
+    *(ToolSpec(*spec) for spec in NAV_TOOLS),
     ToolSpec(
         "get_chunk",
         "Read one search hit",
@@ -436,7 +444,9 @@ class ProjectTools:
         return (
             f"Code search over the project {self.project.name!r} "
             f"({len(self.project.roots)} root(s)). Use search_code to find where something is "
-            "implemented by describing it; hits point at file ranges to read."
+            "implemented by describing it; find_symbol for where a named symbol is defined; "
+            "get_outline for what a file defines; find_references for who uses a name; grep "
+            "for every line with some exact text. Results point at file ranges to read."
         )
 
     def definitions(self, version: str) -> list[dict[str, Any]]:

@@ -26,7 +26,16 @@ if TYPE_CHECKING:
 pytest_plugins = ["server_fixtures"]
 TOKEN = "test-token-0123456789abcdef"  # server_fixtures.TOKEN
 
-TOOL_NAMES = {"search_code", "get_chunk", "list_repos", "index_status"}
+TOOL_NAMES = {
+    "search_code",
+    "get_chunk",
+    "list_repos",
+    "index_status",
+    "find_symbol",
+    "get_outline",
+    "grep",
+    "find_references",
+}
 
 
 def connect(url: str, mode: str, token: str = TOKEN) -> Client:
@@ -50,6 +59,12 @@ async def exercise(url: str, mode: str) -> dict[str, Any]:
         seen["repos"] = await client.call_tool("list_repos", {})
         seen["status"] = await client.call_tool("index_status", {})
         seen["bad"] = await client.call_tool("search_code", {"query": "x", "top_k": 999})
+        seen["symbol"] = await client.call_tool("find_symbol", {"name": "Invoice.total"})
+        seen["grep"] = await client.call_tool("grep", {"pattern": "round(sum"})
+        seen["refs"] = await client.call_tool("find_references", {"name": "retry_with_backoff"})
+        seen["outline"] = await client.call_tool(
+            "get_outline", {"repo": "shop", "path": "billing/invoice.py"}
+        )
     return seen
 
 
@@ -90,6 +105,19 @@ def test_sdk_client_lists_and_calls_every_tool(shop: Served, mode: str, version:
     bad = seen["bad"]
     assert bad.is_error
     assert "top_k" in bad.content[0].text
+
+    [symbol] = seen["symbol"].structured_content["symbols"]
+    assert (symbol["qualified_name"], symbol["path"]) == ("Invoice.total", "billing/invoice.py")
+    grep = seen["grep"].structured_content
+    assert [(m["path"], m["line"]) for m in grep["matches"]] == [("billing/invoice.py", 10)]
+    assert grep["complete"] is True
+    assert seen["refs"].structured_content == {
+        "references": [],
+        "complete": True,
+        "truncated": False,
+    }
+    [invoice] = seen["outline"].structured_content["symbols"]
+    assert [c["name"] for c in invoice["children"]] == ["generate_number", "total"]
 
 
 def test_sdk_client_with_a_wrong_token_fails_fast(shop: Served) -> None:

@@ -42,7 +42,7 @@ def chunk_rows(conn: Conn, project: str) -> list[tuple[Any, ...]]:
 
 
 def test_schema_creation_is_idempotent(conn: Conn, project_name: str) -> None:
-    assert store.ensure_project(conn, project_name) == ["m001_initial"]
+    assert store.ensure_project(conn, project_name) == [name for name, _ in sql.MIGRATIONS]
     assert store.ensure_project(conn, project_name) == []
     assert project_name in store.list_projects(conn)
     summary = store.summary(conn, project_name)

@@ -1,0 +1,168 @@
+"""Exact-text navigation: every line that says X (`grep`) and every use of an identifier
+(`find_references`), over the indexed text of each file.
+
+A pg_trgm index over whole files picks the files that can match, then their lines are matched
+one by one in PostgreSQL, so a literal means the same here as in the database and a regex is
+PostgreSQL's (ARE) syntax, checked before it runs. Answers are bounded three ways: a result cap
+(one more row is read to know whether the list is `complete`), a statement timeout, and a cap
+on each line's length.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from indexer import store
+from indexer.db import Database
+from indexer.errors import InvalidArgument
+from indexer.project import Project
+from indexer.rows import LineMatch
+from indexer.symbols import filters
+
+DEFAULT_MAX_RESULTS = 100
+MAX_RESULTS = 1000
+MAX_PATTERN_CHARS = 500
+GREP_TIMEOUT_MS = 10_000
+MAX_LINE_CHARS = 2000  # read from the database per line
+SHOWN_LINE_CHARS = 300  # shown per line: a window around the match in longer lines
+# What may stand next to an identifier without being part of it (`$` is part of one in JS/PHP).
+_WORD = "[:alnum:]_$"
+_ARE_SPECIAL = re.compile(r"([!-/:-@\[-`{-~])")
+
+
+@dataclass(frozen=True)
+class LineMatches:
+    matches: list[LineMatch]
+    complete: bool
+
+    def to_dict(self, key: str = "matches") -> dict[str, Any]:
+        return {key: [asdict(m) for m in self.matches], "complete": self.complete}
+
+
+def _check_limit(max_results: int) -> None:
+    if (
+        isinstance(max_results, bool)
+        or not isinstance(max_results, int)
+        or not 1 <= max_results <= MAX_RESULTS
+    ):
+        raise InvalidArgument(f"max_results must be an integer from 1 to {MAX_RESULTS}")
+
+
+def _shown(text: str, needle: str | None, case_sensitive: bool) -> str:
+    """The line, or a window of it around `needle` when it is long."""
+    if len(text) <= SHOWN_LINE_CHARS:
+        return text
+    at = -1
+    if needle:
+        at = text.find(needle) if case_sensitive else text.lower().find(needle.lower())
+    start = max(0, min(at - SHOWN_LINE_CHARS // 3, len(text) - SHOWN_LINE_CHARS)) if at > 0 else 0
+    window = text[start : start + SHOWN_LINE_CHARS]
+    return ("…" if start else "") + window + ("…" if start + SHOWN_LINE_CHARS < len(text) else "")
+
+
+def grep(
+    db: Database,
+    project: Project,
+    pattern: str,
+    *,
+    regex: bool = False,
+    case_sensitive: bool = True,
+    repo: str | None = None,
+    language: str | None = None,
+    path_glob: str | None = None,
+    max_results: int = DEFAULT_MAX_RESULTS,
+) -> LineMatches:
+    """Every line of the indexed files matching `pattern` (a literal unless `regex`), sorted
+    by repo, path and line, at most `max_results`; `complete` is False when more match (the
+    lines shown are then some of them, not necessarily the first in path order)."""
+    if not isinstance(pattern, str) or not pattern.strip():
+        raise InvalidArgument("pattern is empty: give the text to find")
+    if "\n" in pattern:
+        raise InvalidArgument("pattern spans lines: grep matches one line at a time")
+    if len(pattern) > MAX_PATTERN_CHARS:
+        raise InvalidArgument(
+            f"pattern is {len(pattern)} characters: keep it under {MAX_PATTERN_CHARS}"
+        )
+    _check_limit(max_results)
+    params: dict[str, Any] = {
+        **filters(project, repo, language, path_glob),
+        "limit": max_results + 1,
+        "max_line_chars": MAX_LINE_CHARS,
+    }
+    if regex:
+        op = "regex" if case_sensitive else "iregex"
+        # Newline-sensitive over the whole file, so `^` and `$` mean a line's edges there too.
+        params["file_pattern"] = "(?n)" + pattern
+        params["line_pattern"] = pattern
+    else:
+        op = "like" if case_sensitive else "ilike"
+        params["file_pattern"] = params["line_pattern"] = "%" + store.like_escape(pattern) + "%"
+    with db.reading(f"searching the text of {project.name}", timeout_ms=GREP_TIMEOUT_MS) as conn:
+        if regex:
+            store.check_regex(conn, pattern)
+        rows = store.grep_lines(conn, project.name, op, op, params)
+    needle = None if regex else pattern
+    return _bounded(rows, max_results, needle, case_sensitive)
+
+
+def _bounded(
+    rows: list[LineMatch], max_results: int, needle: str | None, case_sensitive: bool
+) -> LineMatches:
+    kept = sorted(rows[:max_results], key=lambda r: (r.repo, r.path, r.line))
+    shown = [
+        LineMatch(r.repo, r.path, r.line, _shown(r.text, needle, case_sensitive)) for r in kept
+    ]
+    return LineMatches(shown, complete=len(rows) <= max_results)
+
+
+def word_regex(name: str) -> str:
+    """A PostgreSQL regex for `name` as a whole word: not inside a longer identifier."""
+    escaped = _ARE_SPECIAL.sub(r"\\\1", name)
+    return f"(^|[^{_WORD}]){escaped}($|[^{_WORD}])"
+
+
+def find_references(
+    db: Database,
+    project: Project,
+    name: str,
+    *,
+    repo: str | None = None,
+    language: str | None = None,
+    path_glob: str | None = None,
+    max_results: int = DEFAULT_MAX_RESULTS,
+) -> LineMatches:
+    """Every line where `name` occurs as a whole word, except the lines where a symbol of that
+    name is defined, grouped by file (repo, path, line order). With owners (`Cart.add`), the
+    last part is looked for. `complete` is False when the cap cut the list."""
+    name = (name or "").strip()
+    if not name:
+        raise InvalidArgument("name is empty: give an identifier such as parse_config")
+    if len(name) > MAX_PATTERN_CHARS or "\n" in name:
+        raise InvalidArgument("name must be one identifier, not a passage of text")
+    _check_limit(max_results)
+    parts = [p for p in re.split(r"::|#|\.", name) if p]
+    if len(parts) > 1 and not name.startswith("operator"):
+        name = parts[-1]
+    params: dict[str, Any] = {
+        **filters(project, repo, language, path_glob),
+        "limit": max_results + 1,
+        "max_line_chars": MAX_LINE_CHARS,
+        "name": name,
+    }
+    with db.reading(f"finding references in {project.name}", timeout_ms=GREP_TIMEOUT_MS) as conn:
+        # Files through the trigram index on the literal, lines by the whole-word regex.
+        rows = store.grep_lines(
+            conn,
+            project.name,
+            "like",
+            "regex",
+            {
+                **params,
+                "file_pattern": "%" + store.like_escape(name) + "%",
+                "line_pattern": word_regex(name),
+            },
+            exclude_definitions=True,
+        )
+    return _bounded(rows, max_results, name, True)

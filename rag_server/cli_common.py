@@ -1,0 +1,43 @@
+"""What every `./bld` command shares: the `--config` option, opening the database, and the
+one translation of our errors into a line on stderr and exit code 1."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from indexer.db import Database
+from indexer.errors import RagError
+from rag_server.config import CONFIG_ENV, Settings, load_settings
+
+ConfigOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--config",
+        envvar=CONFIG_ENV,
+        help="application.ini to use (default: ./application.ini; all defaults if missing).",
+        show_default=False,
+    ),
+]
+
+
+@contextlib.contextmanager
+def user_errors() -> Iterator[None]:
+    """Turn our errors into one line on stderr and exit code 1."""
+    try:
+        yield
+    except RagError as exc:
+        typer.echo(f"error: {exc.message}", err=True)
+        raise typer.Exit(1) from None
+
+
+def settings_from(config: Path | None) -> Settings:
+    return load_settings(config)
+
+
+def open_database(settings: Settings) -> Database:
+    return Database(settings.database.dsn, settings.data_dir).open()

@@ -1,0 +1,189 @@
+"""The navigation commands of `./bld`: `symbols`, `outline`, `grep` and `refs`, the CLI faces
+of the `find_symbol`, `get_outline`, `grep` and `find_references` tools (`--json` prints the
+tool's object)."""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Any
+
+import typer
+
+from indexer.symbols import DEFAULT_SYMBOL_LIMIT, MAX_SYMBOL_LIMIT, find_symbol, get_outline
+from indexer.textsearch import DEFAULT_MAX_RESULTS, MAX_RESULTS, LineMatches, find_references
+from indexer.textsearch import grep as grep_text
+from rag_server.cli_common import ConfigOption, open_database, settings_from, user_errors
+from rag_server.config import select_projects
+
+ProjectArg = Annotated[str, typer.Argument(help="The project to look in.")]
+RepoOption = Annotated[str | None, typer.Option(help="Only this root (its name).")]
+LanguageOption = Annotated[str | None, typer.Option(help="Only this language, e.g. python.")]
+PathOption = Annotated[
+    str | None, typer.Option("--path", help="Only paths matching this glob, e.g. 'src/**/*.py'.")
+]
+MaxOption = Annotated[
+    int, typer.Option("--max", min=1, max=MAX_RESULTS, help="At most this many lines.")
+]
+JsonOption = Annotated[bool, typer.Option("--json", help="Print the tool's JSON object.")]
+
+
+def _print_json(payload: dict[str, Any]) -> None:
+    typer.echo(json.dumps(payload, indent=2, ensure_ascii=False))
+
+
+def symbols(
+    project: ProjectArg,
+    name: Annotated[str, typer.Argument(help="The name: parse_config, Cart.add, empty?")],
+    match: Annotated[
+        str, typer.Option(help="exact (falls back to fuzzy when nothing matches), prefix, fuzzy.")
+    ] = "exact",
+    kind: Annotated[str | None, typer.Option(help="Only this kind, e.g. method.")] = None,
+    repo: RepoOption = None,
+    language: LanguageOption = None,
+    path: PathOption = None,
+    limit: Annotated[
+        int, typer.Option(min=1, max=MAX_SYMBOL_LIMIT, help="How many definitions.")
+    ] = DEFAULT_SYMBOL_LIMIT,
+    as_json: JsonOption = False,
+    config: ConfigOption = None,
+) -> None:
+    """Where a symbol is defined: `repo/path:start-end  kind  qualified name  signature`.
+
+    Example: ./bld symbols code_rag sweep_project
+    """
+    with user_errors():
+        settings = settings_from(config)
+        [target] = select_projects(settings, project)
+        with open_database(settings) as db:
+            found = find_symbol(
+                db,
+                target,
+                name,
+                match=match,
+                kind=kind,
+                repo=repo,
+                language=language,
+                path_glob=path,
+                limit=limit,
+            )
+    if as_json:
+        _print_json({**found.to_dict(), "truncated": False})
+        return
+    if not found.symbols:
+        typer.echo("no definitions")
+        return
+    if found.match != match:
+        typer.echo(f"(no exact match: {found.match} matches)")
+    for s in found.symbols:
+        typer.echo(
+            f"{s.repo}/{s.path}:{s.start_line}-{s.end_line}  {s.kind}  {s.qualified_name}"
+            f"  {s.signature}"
+        )
+
+
+def outline(
+    project: ProjectArg,
+    repo: Annotated[str, typer.Argument(help="The root (its name).")],
+    path: Annotated[str, typer.Argument(help="The file's path relative to the root.")],
+    as_json: JsonOption = False,
+    config: ConfigOption = None,
+) -> None:
+    """What a file defines, as an indented tree: `start-end  kind  name  signature`.
+
+    Example: ./bld outline code_rag code-rag indexer/sweep.py
+    """
+    with user_errors():
+        settings = settings_from(config)
+        [target] = select_projects(settings, project)
+        with open_database(settings) as db:
+            found = get_outline(db, target, repo, path)
+    if as_json:
+        _print_json({**found.to_dict(), "truncated": False})
+        return
+    if not found.symbols:
+        typer.echo("no definitions")
+
+    def show(entries: list[Any], depth: int) -> None:
+        for e in entries:
+            typer.echo(
+                f"{'  ' * depth}{e.start_line}-{e.end_line}  {e.kind}  {e.name}  {e.signature}"
+            )
+            show(e.children, depth + 1)
+
+    show(found.symbols, 0)
+
+
+def _print_lines(found: LineMatches, key: str, as_json: bool) -> None:
+    if as_json:
+        _print_json({**found.to_dict(key), "truncated": False})
+        return
+    for m in found.matches:
+        typer.echo(f"{m.repo}/{m.path}:{m.line}: {m.text}")
+    if not found.matches:
+        typer.echo("no matches")
+    elif not found.complete:
+        typer.echo(f"(stopped at {len(found.matches)}: there are more; raise --max or narrow)")
+
+
+def grep(
+    project: ProjectArg,
+    pattern: Annotated[str, typer.Argument(help="The text to find (a literal unless --regex).")],
+    regex: Annotated[bool, typer.Option("--regex", help="A PostgreSQL regex.")] = False,
+    ignore_case: Annotated[bool, typer.Option("--ignore-case", "-i")] = False,
+    repo: RepoOption = None,
+    language: LanguageOption = None,
+    path: PathOption = None,
+    max_results: MaxOption = DEFAULT_MAX_RESULTS,
+    as_json: JsonOption = False,
+    config: ConfigOption = None,
+) -> None:
+    """Every indexed line containing the text, as `repo/path:line: text`.
+
+    Example: ./bld grep code_rag "compare_digest"
+    """
+    with user_errors():
+        settings = settings_from(config)
+        [target] = select_projects(settings, project)
+        with open_database(settings) as db:
+            found = grep_text(
+                db,
+                target,
+                pattern,
+                regex=regex,
+                case_sensitive=not ignore_case,
+                repo=repo,
+                language=language,
+                path_glob=path,
+                max_results=max_results,
+            )
+    _print_lines(found, "matches", as_json)
+
+
+def refs(
+    project: ProjectArg,
+    name: Annotated[str, typer.Argument(help="The identifier, e.g. sweep_project.")],
+    repo: RepoOption = None,
+    language: LanguageOption = None,
+    path: PathOption = None,
+    max_results: MaxOption = DEFAULT_MAX_RESULTS,
+    as_json: JsonOption = False,
+    config: ConfigOption = None,
+) -> None:
+    """Every line using the identifier (its definitions left out), as `repo/path:line: text`.
+
+    Example: ./bld refs code_rag sweep_project
+    """
+    with user_errors():
+        settings = settings_from(config)
+        [target] = select_projects(settings, project)
+        with open_database(settings) as db:
+            found = find_references(
+                db,
+                target,
+                name,
+                repo=repo,
+                language=language,
+                path_glob=path,
+                max_results=max_results,
+            )
+    _print_lines(found, "references", as_json)

@@ -1,0 +1,378 @@
+"""The navigation tools' schemas and handlers: find a definition by name, outline a file,
+find every line that says something, find the uses of an identifier.
+
+They answer from the symbol table and the indexed text (no embedding involved), so they are
+exact and fast; results stay within the same size bound as every tool's (entries are dropped
+from the end, and `truncated` says so; `complete` turns false with it).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from indexer.project import Project
+from indexer.symbols import (
+    DEFAULT_SYMBOL_LIMIT,
+    MATCH_MODES,
+    MAX_SYMBOL_LIMIT,
+    find_symbol,
+    get_outline,
+)
+from indexer.textsearch import DEFAULT_MAX_RESULTS, MAX_RESULTS, find_references, grep
+from rag_server.service import Service
+
+MAX_RESULT_CHARS = 32_000  # as tools.MAX_RESULT_CHARS: the whole JSON of one result
+
+_NULLABLE_STRING = {"type": ["string", "null"]}
+_REPO = {"type": "string", "description": "Only this root (see list_repos)."}
+_LANGUAGE = {
+    "type": "string",
+    "description": "Only this language, e.g. python, typescript, go, rust, java.",
+}
+_PATH_GLOB = {
+    "type": "string",
+    "description": "Only paths (relative to their root) matching this glob, "
+    "e.g. 'src/billing/**' or '**/*_test.go'.",
+}
+
+SYMBOL_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "name": {"type": "string", "description": "the name as written: cancel!, fmt"},
+        "qualified_name": {
+            "type": "string",
+            "description": "with its owners: Billing::Subscription#cancel!, Point::fmt",
+        },
+        "kind": {"type": "string", "description": "function, method, class, struct, ..."},
+        "language": _NULLABLE_STRING,
+        "repo": {"type": "string"},
+        "path": {"type": "string", "description": "path relative to the root"},
+        "start_line": {"type": "integer", "description": "first line, doc comments included"},
+        "end_line": {"type": "integer"},
+        "signature": {"type": "string", "description": "the line naming it, trimmed"},
+        "chunk_id": {
+            "type": ["integer", "null"],
+            "description": "the chunk holding the signature (for get_chunk)",
+        },
+    },
+    "required": [
+        "name",
+        "qualified_name",
+        "kind",
+        "language",
+        "repo",
+        "path",
+        "start_line",
+        "end_line",
+        "signature",
+        "chunk_id",
+    ],
+}
+
+FIND_SYMBOL_INPUT: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "name": {
+            "type": "string",
+            "minLength": 1,
+            "description": "A symbol name: parse_config, Invoice, Cart.add, Billing::Plan, "
+            "empty?. With owners, the qualified name or its tail must match.",
+        },
+        "match": {
+            "type": "string",
+            "enum": list(MATCH_MODES),
+            "default": "exact",
+            "description": "exact (case-sensitive; falls back to fuzzy when nothing matches), "
+            "prefix (case-insensitive), fuzzy (similar names, typos).",
+        },
+        "kind": {"type": "string", "description": "Only this kind: function, method, class..."},
+        "repo": _REPO,
+        "language": _LANGUAGE,
+        "path_glob": _PATH_GLOB,
+        "limit": {
+            "type": "integer",
+            "minimum": 1,
+            "maximum": MAX_SYMBOL_LIMIT,
+            "default": DEFAULT_SYMBOL_LIMIT,
+            "description": "How many definitions to return.",
+        },
+    },
+    "required": ["name"],
+    "additionalProperties": False,
+}
+
+FIND_SYMBOL_OUTPUT: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "symbols": {"type": "array", "items": SYMBOL_SCHEMA},
+        "match": {
+            "type": "string",
+            "enum": list(MATCH_MODES),
+            "description": "how they matched: fuzzy when an exact look-up found nothing",
+        },
+        "truncated": {"type": "boolean"},
+    },
+    "required": ["symbols", "match", "truncated"],
+}
+
+GET_OUTLINE_INPUT: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "repo": {"type": "string", "minLength": 1, "description": "The root (see list_repos)."},
+        "path": {
+            "type": "string",
+            "minLength": 1,
+            "description": "The file's path relative to its root, as other tools print it.",
+        },
+    },
+    "required": ["repo", "path"],
+    "additionalProperties": False,
+}
+
+_OUTLINE_ENTRY: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "name": {"type": "string"},
+        "qualified_name": {"type": "string"},
+        "kind": {"type": "string"},
+        "start_line": {"type": "integer"},
+        "end_line": {"type": "integer"},
+        "signature": {"type": "string"},
+        "children": {"type": "array", "items": {"type": "object"}},
+    },
+    "required": ["name", "kind", "start_line", "end_line", "signature", "children"],
+}
+
+GET_OUTLINE_OUTPUT: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "repo": {"type": "string"},
+        "path": {"type": "string"},
+        "language": _NULLABLE_STRING,
+        "symbols": {"type": "array", "items": _OUTLINE_ENTRY},
+        "truncated": {"type": "boolean"},
+    },
+    "required": ["repo", "path", "language", "symbols", "truncated"],
+}
+
+
+_MAX_RESULTS = {
+    "type": "integer",
+    "minimum": 1,
+    "maximum": MAX_RESULTS,
+    "default": DEFAULT_MAX_RESULTS,
+    "description": "At most this many lines; complete: false says there were more.",
+}
+_LINE: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "repo": {"type": "string"},
+        "path": {"type": "string", "description": "path relative to the root"},
+        "line": {"type": "integer", "description": "1-based line number"},
+        "text": {"type": "string", "description": "the line (a window of it when long)"},
+    },
+    "required": ["repo", "path", "line", "text"],
+}
+_COMPLETE = {
+    "type": "boolean",
+    "description": "false when max_results or the size bound cut the list: there is more",
+}
+
+GREP_INPUT: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "pattern": {
+            "type": "string",
+            "minLength": 1,
+            "description": "The text to find on one line: a literal unless regex is true.",
+        },
+        "regex": {
+            "type": "boolean",
+            "default": False,
+            "description": "Treat pattern as a PostgreSQL regex (POSIX ERE plus \\d \\w \\s, "
+            "\\m \\M for word edges).",
+        },
+        "case_sensitive": {"type": "boolean", "default": True},
+        "repo": _REPO,
+        "language": _LANGUAGE,
+        "path_glob": _PATH_GLOB,
+        "max_results": _MAX_RESULTS,
+    },
+    "required": ["pattern"],
+    "additionalProperties": False,
+}
+
+GREP_OUTPUT: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "matches": {"type": "array", "items": _LINE},
+        "complete": _COMPLETE,
+        "truncated": {"type": "boolean"},
+    },
+    "required": ["matches", "complete"],
+}
+
+FIND_REFERENCES_INPUT: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "name": {
+            "type": "string",
+            "minLength": 1,
+            "description": "An identifier: parse_config, empty?, $el. With owners (Cart.add) "
+            "the last part is looked for.",
+        },
+        "repo": _REPO,
+        "language": _LANGUAGE,
+        "path_glob": _PATH_GLOB,
+        "max_results": _MAX_RESULTS,
+    },
+    "required": ["name"],
+    "additionalProperties": False,
+}
+
+FIND_REFERENCES_OUTPUT: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "references": {"type": "array", "items": _LINE},
+        "complete": _COMPLETE,
+        "truncated": {"type": "boolean"},
+    },
+    "required": ["references", "complete"],
+}
+
+
+def _fits(payload: Mapping[str, Any]) -> bool:
+    return len(json.dumps(payload, ensure_ascii=False)) <= MAX_RESULT_CHARS
+
+
+def bound_list(result: dict[str, Any], key: str) -> dict[str, Any]:
+    """`result` within MAX_RESULT_CHARS: entries of `result[key]` dropped from the end."""
+    result["truncated"] = False
+    items = result[key]
+    if _fits(result):
+        return result
+    low, high = 0, len(items)
+    while low < high:  # the longest prefix that fits
+        mid = (low + high + 1) // 2
+        if _fits({**result, key: items[:mid]}):
+            low = mid
+        else:
+            high = mid - 1
+    result[key] = items[:low]
+    result["truncated"] = True
+    return result
+
+
+def find_symbol_handler(
+    service: Service, project: Project, args: Mapping[str, Any]
+) -> dict[str, Any]:
+    found = find_symbol(
+        service.db,
+        project,
+        str(args["name"]),
+        match=args.get("match") or "exact",
+        kind=args.get("kind") or None,
+        repo=args.get("repo") or None,
+        language=args.get("language") or None,
+        path_glob=args.get("path_glob") or None,
+        limit=int(args.get("limit") or DEFAULT_SYMBOL_LIMIT),
+    )
+    return bound_list(found.to_dict(), "symbols")
+
+
+def get_outline_handler(
+    service: Service, project: Project, args: Mapping[str, Any]
+) -> dict[str, Any]:
+    outline = get_outline(service.db, project, str(args["repo"]), str(args["path"]))
+    return bound_list(outline.to_dict(), "symbols")
+
+
+def grep_handler(service: Service, project: Project, args: Mapping[str, Any]) -> dict[str, Any]:
+    found = grep(
+        service.db,
+        project,
+        str(args["pattern"]),
+        regex=bool(args.get("regex", False)),
+        case_sensitive=bool(args.get("case_sensitive", True)),
+        repo=args.get("repo") or None,
+        language=args.get("language") or None,
+        path_glob=args.get("path_glob") or None,
+        max_results=int(args.get("max_results") or DEFAULT_MAX_RESULTS),
+    )
+    result = bound_list(found.to_dict("matches"), "matches")
+    result["complete"] = found.complete and not result["truncated"]
+    return result
+
+
+def find_references_handler(
+    service: Service, project: Project, args: Mapping[str, Any]
+) -> dict[str, Any]:
+    found = find_references(
+        service.db,
+        project,
+        str(args["name"]),
+        repo=args.get("repo") or None,
+        language=args.get("language") or None,
+        path_glob=args.get("path_glob") or None,
+        max_results=int(args.get("max_results") or DEFAULT_MAX_RESULTS),
+    )
+    result = bound_list(found.to_dict("references"), "references")
+    result["complete"] = found.complete and not result["truncated"]
+    return result
+
+
+# (name, title, description, input schema, output schema, handler) of each navigation tool,
+# in the order `tools.TOOLS` lists them. The descriptions say which question each answers.
+NAV_TOOLS: tuple[tuple[str, str, str, dict[str, Any], dict[str, Any], Any], ...] = (
+    (
+        "find_symbol",
+        "Find where a symbol is defined",
+        "Answer 'where is X defined?': the definitions named `name` (functions, methods, "
+        "classes, structs, modules... from the parse of every indexed file, nested and small "
+        "ones included) with repo, path, start_line-end_line, kind, qualified_name and the "
+        "signature line. `Cart.add` / `Cart::add` / `Cart#add` narrow by owner. match=prefix "
+        "lists names starting with it, match=fuzzy finds near misses; an exact name that "
+        "matches nothing falls back to fuzzy (the result's `match` says so). Use search_code "
+        "instead when you can only describe the code.",
+        FIND_SYMBOL_INPUT,
+        FIND_SYMBOL_OUTPUT,
+        find_symbol_handler,
+    ),
+    (
+        "get_outline",
+        "Outline a file",
+        "Answer 'what is in this file?': the definitions of one indexed file as a tree "
+        "(classes with their methods), each with kind, lines and signature, without reading "
+        "the file. Give the repo and path as other tools print them.",
+        GET_OUTLINE_INPUT,
+        GET_OUTLINE_OUTPUT,
+        get_outline_handler,
+    ),
+    (
+        "grep",
+        "Find every line that says X",
+        "Answer 'where does this exact text appear?': every matching line of the indexed "
+        "files (not one per chunk) with repo, path and line number, sorted by path. A literal "
+        "by default (case-sensitive unless case_sensitive=false); regex=true takes a "
+        "PostgreSQL regex. `complete: false` means max_results cut the list: narrow with "
+        "repo, language or path_glob. Use it for strings, error messages, config keys; "
+        "search_code for meaning.",
+        GREP_INPUT,
+        GREP_OUTPUT,
+        grep_handler,
+    ),
+    (
+        "find_references",
+        "Find the uses of an identifier",
+        "Answer 'who calls / uses X?': every line where the identifier occurs as a whole word, "
+        "except the lines defining it, grouped by file (repo, path, line, text). A textual "
+        "match, so it finds calls, imports and mentions in comments alike, in every language. "
+        "`complete: false` means the cap cut the list: there are more, narrow with repo, "
+        "language or path_glob. Use find_symbol for the definition itself.",
+        FIND_REFERENCES_INPUT,
+        FIND_REFERENCES_OUTPUT,
+        find_references_handler,
+    ),
+)

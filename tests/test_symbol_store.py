@@ -1,0 +1,167 @@
+"""The symbol table and the file text in the database: the sweep writes each file's definitions
+and text with its chunks, replaces them when the file changes, drops them with the file, and
+fills both for an index built before they existed without embedding anything again."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+from index_rows import execute, file_symbols
+from ollama_standin import OllamaStandin, ollama_standin
+
+from chunkers import chunk_file
+from indexer import store
+from indexer.db import Database
+from indexer.embedders import make_embedder
+from indexer.project import Project, Root
+from indexer.sweep import SweepOptions, sweep_project
+
+__all__ = ["ollama_standin"]
+
+Conn = psycopg.Connection[Any]
+
+SHOP = '''class Cart:
+    """Items a customer is about to buy."""
+
+    def add(self, item):
+        self.items.append(item)
+
+    def total(self):
+        return sum(i.price for i in self.items)
+
+
+def checkout(cart):
+    return cart.total()
+'''
+
+
+@pytest.fixture
+def tree(tmp_path: Path) -> Path:
+    root = tmp_path / "shop"
+    root.mkdir()
+    (root / "cart.py").write_text(SHOP)
+    (root / "notes.md").write_text("# Notes\n\nNothing to define here.\n")
+    return root
+
+
+@pytest.fixture
+def project(tree: Path, project_name: str) -> Project:
+    return Project(project_name, (Root(tree, "shop"),))
+
+
+@pytest.fixture
+def embedder(ollama_standin: OllamaStandin) -> Any:
+    emb = make_embedder("ollama", "nomic-embed-text:v1.5", ollama_standin.url)
+    yield emb
+    emb.close()
+
+
+def sweep(database: Database, project: Project, embedder: Any) -> None:
+    report = sweep_project(database, project, embedder, SweepOptions())
+    assert report.outcome == "ok", report
+
+
+def expected(text: str) -> list[tuple[Any, ...]]:
+    result = chunk_file("cart.py", text.encode())
+    return [
+        (
+            s.name,
+            s.qualified_name,
+            s.kind,
+            s.start_line,
+            s.end_line,
+            s.signature_line,
+            s.signature,
+            s.parent,
+            s.chunk,
+        )
+        for s in result.symbols
+    ]
+
+
+def test_sweep_writes_each_files_symbols_with_their_chunk(
+    database: Database, conn: Conn, project: Project, embedder: Any
+) -> None:
+    sweep(database, project, embedder)
+    rows = file_symbols(conn, project.name, "shop", "cart.py")
+    assert rows == expected(SHOP)
+    assert [r[1] for r in rows] == ["Cart", "Cart.add", "Cart.total", "checkout"]
+    assert file_symbols(conn, project.name, "shop", "notes.md") == []
+    conn.rollback()
+
+
+def test_a_changed_file_gets_its_new_symbols_and_a_deleted_one_none(
+    database: Database, conn: Conn, project: Project, tree: Path, embedder: Any
+) -> None:
+    sweep(database, project, embedder)
+    changed = SHOP.replace("def total(self)", "def grand_total(self)")
+    (tree / "cart.py").write_text(changed)
+    sweep(database, project, embedder)
+    rows = file_symbols(conn, project.name, "shop", "cart.py")
+    assert rows == expected(changed)
+    assert "Cart.total" not in [r[1] for r in rows]
+    conn.rollback()
+    (tree / "cart.py").unlink()
+    sweep(database, project, embedder)
+    count = conn.execute(
+        psycopg.sql.SQL("SELECT count(*) FROM {}.rag_symbol").format(
+            psycopg.sql.Identifier(project.name)
+        )
+    ).fetchone()
+    assert count == (0,)
+    conn.rollback()
+
+
+def test_an_index_from_before_the_symbol_table_fills_it_without_re_embedding(
+    database: Database,
+    conn: Conn,
+    project: Project,
+    embedder: Any,
+    ollama_standin: OllamaStandin,
+) -> None:
+    # Stage an index as an older release left it: no symbol table, the previous chunker.
+    sweep(database, project, embedder)
+    execute(conn, project.name, "DROP TABLE {schema}.rag_symbol")
+    execute(conn, project.name, "DROP TABLE {schema}.rag_file_text")
+    execute(
+        conn,
+        project.name,
+        "DELETE FROM {schema}.rag_migration WHERE name IN ('m002_symbols', 'm003_file_text')",
+    )
+    store.set_meta(conn, project.name, "chunker_version", 1)
+    conn.commit()
+    ollama_standin.reset_counters()
+    sweep(database, project, embedder)
+    assert ollama_standin.embedding_calls == 0
+    assert file_symbols(conn, project.name, "shop", "cart.py") == expected(SHOP)
+    assert file_text(conn, project.name, "cart.py") == SHOP
+    conn.rollback()
+
+
+def file_text(conn: Conn, project: str, path: str) -> str | None:
+    row = conn.execute(
+        psycopg.sql.SQL(
+            "SELECT t.content FROM {s}.rag_file_text t JOIN {s}.rag_file f ON f.id = t.file_id"
+            " WHERE f.path = %(path)s"
+        ).format(s=psycopg.sql.Identifier(project)),
+        {"path": path},
+    ).fetchone()
+    return None if row is None else str(row[0])
+
+
+def test_each_file_keeps_its_text_as_the_chunker_read_it(
+    database: Database, conn: Conn, project: Project, tree: Path, embedder: Any
+) -> None:
+    # CRLF and a BOM are normalised as the chunker does, so line N is the chunks' line N.
+    (tree / "crlf.py").write_bytes(b"\xef\xbb\xbfdef a():\r\n    return 1\r\n")
+    sweep(database, project, embedder)
+    assert file_text(conn, project.name, "cart.py") == SHOP
+    assert file_text(conn, project.name, "crlf.py") == "def a():\n    return 1\n"
+    conn.rollback()
+    (tree / "crlf.py").unlink()
+    sweep(database, project, embedder)
+    assert file_text(conn, project.name, "crlf.py") is None
+    conn.rollback()
