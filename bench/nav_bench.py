@@ -35,7 +35,7 @@ import machine  # noqa: E402
 from psycopg import sql as pgsql  # noqa: E402
 from sweep_bench import ZeroCostEmbedder, fresh, project  # noqa: E402
 
-from indexer import sql, store  # noqa: E402
+from indexer import migrations, sql, store  # noqa: E402
 from indexer.db import Database  # noqa: E402
 from indexer.project import Project, Root  # noqa: E402
 from indexer.sweep import SweepOptions, sweep_project  # noqa: E402
@@ -148,7 +148,7 @@ def build_scaled(db: Database, copies: int) -> None:
         t = time.perf_counter()
         with conn.transaction():
             conn.execute(sql.SET_BUILD_MEMORY, {"mem": "1GB"})
-            for step in [*sql.M002_SYMBOLS, *sql.M003_FILE_TEXT]:
+            for step in [*migrations.M002_SYMBOLS, *migrations.M003_FILE_TEXT]:
                 if step.lstrip().startswith("CREATE INDEX"):
                     conn.execute(store.statement(step, SCALED))
         with conn.transaction():

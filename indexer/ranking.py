@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from indexer import lexical, store
+from indexer import lexical, lookup, rows, store
 
 RRF_K = 60
 
@@ -95,10 +95,10 @@ def fuse(candidates: Candidates, ranking: Ranking = DEFAULT_RANKING) -> dict[int
 
 
 def collapse(
-    ordered: Sequence[int], details: Mapping[int, store.StoredChunk], top_k: int
-) -> list[store.StoredChunk]:
+    ordered: Sequence[int], details: Mapping[int, rows.StoredChunk], top_k: int
+) -> list[rows.StoredChunk]:
     """The first `top_k` rows of `ordered`, skipping any that overlaps a better one in its file."""
-    hits: list[store.StoredChunk] = []
+    hits: list[rows.StoredChunk] = []
     for chunk_id in ordered:
         row = details.get(chunk_id)
         if row is None or any(_overlaps(row, kept) for kept in hits):
@@ -139,7 +139,7 @@ def term_stats(conn: store.Conn, project: str, *, fresh: bool = False) -> TermSt
 
 
 def _read_term_stats(conn: store.Conn, project: str) -> TermStats:
-    row = store.term_stats(conn, project)
+    row = lookup.term_stats(conn, project)
     if row.terms is None or row.freqs is None:
         return TermStats(float(row.rows), {}, 0.0)
     rows, terms, freqs = float(row.rows), list(row.terms), [float(f) for f in row.freqs]
@@ -176,7 +176,7 @@ def keyword_plan(words: Sequence[str], stats: TermStats, ranking: Ranking) -> Ke
     return KeywordPlan(tuple(words), idfs, tuple(chosen), estimated)
 
 
-def _overlaps(a: store.StoredChunk, b: store.StoredChunk) -> bool:
+def _overlaps(a: rows.StoredChunk, b: rows.StoredChunk) -> bool:
     return (
         a.repo == b.repo
         and a.path == b.path
@@ -209,7 +209,7 @@ def keyword_candidates(
     }
     if not ranking.idf:
         params["tsquery"] = lexical.tsquery_any(words, prefix=ranking.prefix)
-        return store.keyword_candidates(conn, project, params, None)
+        return lookup.keyword_candidates(conn, project, params, None)
     plan = keyword_plan(words, term_stats(conn, project), ranking)
     params.update(
         norm=ranking.normalization,
@@ -218,4 +218,4 @@ def keyword_candidates(
         tsquery=lexical.tsquery_any(plan.match_terms, prefix=ranking.prefix),
         max_ranked=ranking.max_ranked,
     )
-    return store.keyword_candidates(conn, project, params, len(plan.terms))
+    return lookup.keyword_candidates(conn, project, params, len(plan.terms))

@@ -18,7 +18,7 @@ from typing import Any
 
 from chunkers.detect import KNOWN_LANGUAGES
 from chunkers.grammars import has_symbols
-from indexer import clock, lexical, store, truncate
+from indexer import clock, lexical, lookup, rows, store, truncate
 from indexer.db import Database
 from indexer.embed import Embedder, EmbeddingModel, ensure_same_model
 from indexer.errors import InvalidArgument
@@ -172,7 +172,7 @@ def _absolute(project: Project, repo: str, path: str) -> str:
     return str(root.path / path) if root else path
 
 
-def _where(project: Project, row: store.StoredChunk) -> dict[str, Any]:
+def _where(project: Project, row: rows.StoredChunk) -> dict[str, Any]:
     """What a hit and a chunk view share: which chunk, where, and what it is."""
     return {
         "chunk_id": row.chunk_id,
@@ -242,7 +242,7 @@ def search_code(
         )
         scores = fuse(candidates, at_least(ranking, top_k * 3))
         ordered = sorted(scores, key=lambda cid: (-scores[cid], cid))[: top_k * 3]
-        details = store.chunks_by_id(conn, project.name, ordered)
+        details = lookup.chunks_by_id(conn, project.name, ordered)
     hits = collapse(ordered, details, top_k)
     now = clock.now()
     problems = {repo: _root_problem(project, repo) for repo in {row.repo for row in hits}}
@@ -285,7 +285,7 @@ def gather_candidates(
     ranking = at_least(ranking, min_depth)
     vector: list[int] = []
     if query_vector is not None:
-        vector = store.vector_candidates(
+        vector = lookup.vector_candidates(
             conn, project, _vector_param(query_vector), filters, ranking.vector_depth, ef_search
         )
     keyword_ids = keyword_candidates(conn, project, query, filters, ranking) if keyword else []
@@ -309,7 +309,7 @@ def verbatim_code(
     written, for identifiers found in at most MAX_VERBATIM_CHUNKS chunks."""
     chosen: list[int] = []
     for word in query_identifiers(query):
-        rows = store.verbatim_chunks(conn, project, word, filters, MAX_VERBATIM_CHUNKS + 1)
+        rows = lookup.verbatim_chunks(conn, project, word, filters, MAX_VERBATIM_CHUNKS + 1)
         if len(rows) > MAX_VERBATIM_CHUNKS:
             continue
         chosen.extend(cid for cid, language in rows if has_symbols(language) and cid not in chosen)
@@ -334,19 +334,19 @@ def exact_symbol(
         "dotted_tail": "%." + store.like_escape(dotted),
     }
     where = "exact_qualified" if qualified else "exact"
-    defined = store.find_symbols(conn, project, where, "exact", params)
+    defined = lookup.find_symbols(conn, project, where, "exact", params)
     ids = list(dict.fromkeys(s.chunk_id for s in defined if s.chunk_id is not None))
     if ids:
         return ids
     symbol = re.sub(r"#|::", ".", query) if "::" not in query else query
-    found = store.symbol_matches(conn, project, symbol, filters)
+    found = lookup.symbol_matches(conn, project, symbol, filters)
     if found:
         return found
     owner, _, name = re.sub(r"#|::", ".", query).rpartition(".")
     term = "".join(lexical.split_identifier(name))
     if not term or len(term) > lexical.MAX_TERM_CHARS:
         return []
-    return store.symbol_defined_in(
+    return lookup.symbol_defined_in(
         conn,
         project,
         lexical.tsquery_term(term),
@@ -383,7 +383,7 @@ def get_chunk(db: Database, project: Project, chunk_id: int, context_lines: int 
     if not isinstance(context_lines, int) or not 0 <= context_lines <= MAX_CONTEXT_LINES:
         raise InvalidArgument(f"context_lines must be an integer from 0 to {MAX_CONTEXT_LINES}")
     with db.reading(f"reading a chunk of {project.name}") as conn:
-        row = store.chunks_by_id(conn, project.name, [chunk_id]).get(chunk_id)
+        row = lookup.chunks_by_id(conn, project.name, [chunk_id]).get(chunk_id)
     if row is None:
         raise InvalidArgument(
             f"no chunk {chunk_id} in this project: it may have been re-indexed; "

@@ -60,113 +60,6 @@ CREATE TABLE IF NOT EXISTS {schema}.rag_migration (
 APPLIED_MIGRATIONS = "SELECT name FROM {schema}.rag_migration"
 RECORD_MIGRATION = "INSERT INTO {schema}.rag_migration (name) VALUES (%(name)s)"
 
-M001_INITIAL = [
-    """
-    CREATE TABLE {schema}.rag_meta (
-        key text PRIMARY KEY,
-        value jsonb NOT NULL,
-        updated_at timestamptz NOT NULL DEFAULT now()
-    )
-    """,
-    """
-    CREATE TABLE {schema}.rag_file (
-        id bigserial PRIMARY KEY,
-        repo text NOT NULL,
-        path text NOT NULL,
-        size bigint NOT NULL,
-        mtime_ns bigint NOT NULL,
-        sha256 text NOT NULL,
-        language text,
-        chunk_count integer NOT NULL DEFAULT 0,
-        indexed_at timestamptz NOT NULL DEFAULT now(),
-        error text,
-        error_at timestamptz,
-        UNIQUE (repo, path)
-    )
-    """,
-    # `embedding` gets its dimension (vector(N)) and HNSW index once the model is known.
-    """
-    CREATE TABLE {schema}.rag_chunk (
-        id bigserial PRIMARY KEY,
-        file_id bigint NOT NULL REFERENCES {schema}.rag_file (id) ON DELETE CASCADE,
-        ordinal integer NOT NULL,
-        start_line integer NOT NULL,
-        end_line integer NOT NULL,
-        symbol text,
-        kind text NOT NULL,
-        content text NOT NULL,
-        content_sha256 text NOT NULL,
-        embedding vector,
-        tsv tsvector NOT NULL,
-        UNIQUE (file_id, ordinal),
-        CHECK (start_line >= 1 AND end_line >= start_line)
-    )
-    """,
-    "CREATE INDEX rag_chunk_content_sha256 ON {schema}.rag_chunk (content_sha256)",
-    "CREATE INDEX rag_chunk_tsv ON {schema}.rag_chunk USING gin (tsv)",
-    """
-    CREATE TABLE {schema}.rag_sweep (
-        id bigserial PRIMARY KEY,
-        started_at timestamptz NOT NULL,
-        finished_at timestamptz,
-        outcome text NOT NULL,
-        report jsonb NOT NULL DEFAULT '{{}}'::jsonb
-    )
-    """,
-]
-
-# Every definition the chunker's parse sees, nested and merged ones too. `chunk_id` is the chunk
-# holding the signature line (replaced with the file's chunks, so never dangling). Names are
-# looked up exactly and by prefix through lower(name) (text_pattern_ops: LIKE 'abc%' uses it),
-# and fuzzily through a pg_trgm index (the extension is created by `db.prepare_database`).
-M002_SYMBOLS = [
-    """
-    CREATE TABLE {schema}.rag_symbol (
-        id bigserial PRIMARY KEY,
-        file_id bigint NOT NULL REFERENCES {schema}.rag_file (id) ON DELETE CASCADE,
-        ordinal integer NOT NULL,
-        chunk_id bigint,
-        name text NOT NULL,
-        qualified_name text NOT NULL,
-        kind text NOT NULL,
-        start_line integer NOT NULL,
-        end_line integer NOT NULL,
-        signature_line integer NOT NULL,
-        signature text NOT NULL,
-        parent text,
-        UNIQUE (file_id, ordinal)
-    )
-    """,
-    "CREATE INDEX rag_symbol_name ON {schema}.rag_symbol (lower(name) text_pattern_ops)",
-    """
-    CREATE INDEX rag_symbol_qualified_name
-        ON {schema}.rag_symbol (lower(qualified_name) text_pattern_ops)
-    """,
-    "CREATE INDEX rag_symbol_name_trgm ON {schema}.rag_symbol USING gin (lower(name) gin_trgm_ops)",
-    "CREATE INDEX rag_symbol_chunk ON {schema}.rag_symbol (chunk_id)",
-]
-
-# Each indexed file's text as the chunker read it (BOM dropped, newlines as LF, so line N is
-# the chunks' line N), for exact-text search: a pg_trgm index finds the files that can match
-# a literal or a regex, then their lines are matched one by one. Chunks cannot stand in for
-# it: they leave out blank lines between definitions and overlap where a definition is split.
-M003_FILE_TEXT = [
-    """
-    CREATE TABLE {schema}.rag_file_text (
-        file_id bigint PRIMARY KEY REFERENCES {schema}.rag_file (id) ON DELETE CASCADE,
-        content text NOT NULL
-    )
-    """,
-    "CREATE INDEX rag_file_text_trgm ON {schema}.rag_file_text USING gin (content gin_trgm_ops)",
-]
-
-# (name, statements): applied in order, each once, each in the transaction that records it.
-MIGRATIONS: list[tuple[str, list[str]]] = [
-    ("m001_initial", M001_INITIAL),
-    ("m002_symbols", M002_SYMBOLS),
-    ("m003_file_text", M003_FILE_TEXT),
-]
-
 # --- meta -----------------------------------------------------------------------------------
 
 GET_META = "SELECT value FROM {schema}.rag_meta WHERE key = %(key)s"
@@ -451,7 +344,7 @@ SELECT c.id, f.language
  LIMIT %(limit)s
 """
 )
-# Rows as `store.StoredChunk`.
+# Rows as `rows.StoredChunk`.
 CHUNKS_BY_ID = """
 SELECT c.id AS chunk_id, f.repo, f.path, c.start_line, c.end_line, c.symbol, c.kind,
        f.language, c.content, f.indexed_at,

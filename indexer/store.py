@@ -10,7 +10,7 @@ project name before composing any SQL.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import psycopg
@@ -18,30 +18,24 @@ from psycopg import sql as pgsql
 from psycopg.rows import class_row
 from psycopg.types.json import Jsonb
 
-from indexer import sql
-from indexer.errors import ForeignSchema, InvalidArgument, ProjectNotFound
+from indexer import migrations, sql
+from indexer.errors import ForeignSchema, ProjectNotFound
 from indexer.project import validate_project_name
 from indexer.rows import (
     ChunkRow,
     FileFailure,
     FileRecord,
     FileState,
-    IndexedFile,
-    LineMatch,
-    OutlineRow,
     ProjectSummary,
     RepoCounts,
-    StoredChunk,
     SweepRecord,
-    SymbolHit,
     SymbolRow,
-    TermStatsRow,
 )
 
 Conn = psycopg.Connection[Any]
 
 
-def _rows(conn: Conn, cls: type[Any], query: Any, params: Any = None, **kw: Any) -> list[Any]:
+def typed_rows(conn: Conn, cls: type[Any], query: Any, params: Any = None, **kw: Any) -> list[Any]:
     """Every row of `query` as a `cls` (a dataclass whose fields are the selected columns)."""
     with conn.cursor(row_factory=class_row(cls)) as cur:
         return cur.execute(query, params, **kw).fetchall()
@@ -109,7 +103,7 @@ def ensure_project(conn: Conn, project: str) -> list[str]:
         conn.execute(statement(sql.CREATE_MIGRATION_TABLE, name))
         done = {row[0] for row in conn.execute(statement(sql.APPLIED_MIGRATIONS, name))}
         applied = []
-        for migration, steps in sql.MIGRATIONS:
+        for migration, steps in migrations.MIGRATIONS:
             if migration in done:
                 continue
             for step in steps:
@@ -131,16 +125,16 @@ def drop_project(conn: Conn, project: str) -> None:
 def summary(conn: Conn, project: str) -> ProjectSummary:
     name = validate_project_name(project)
     _require_ours(conn, name)
-    [found] = _rows(conn, ProjectSummary, statement(sql.PROJECT_COUNTS, name), {"name": name})
+    [found] = typed_rows(conn, ProjectSummary, statement(sql.PROJECT_COUNTS, name), {"name": name})
     return found
 
 
 def repo_counts(conn: Conn, project: str) -> list[RepoCounts]:
-    return _rows(conn, RepoCounts, statement(sql.REPO_COUNTS, project))
+    return typed_rows(conn, RepoCounts, statement(sql.REPO_COUNTS, project))
 
 
 def failures(conn: Conn, project: str, limit: int = 50) -> list[FileFailure]:
-    return _rows(conn, FileFailure, statement(sql.FAILED_FILES, project), {"limit": limit})
+    return typed_rows(conn, FileFailure, statement(sql.FAILED_FILES, project), {"limit": limit})
 
 
 # --- meta -----------------------------------------------------------------------------------
@@ -228,7 +222,7 @@ def clear_project(conn: Conn, project: str) -> None:
 
 
 def file_states(conn: Conn, project: str) -> dict[tuple[str, str], FileState]:
-    states: list[FileState] = _rows(conn, FileState, statement(sql.FILE_STATES, project))
+    states: list[FileState] = typed_rows(conn, FileState, statement(sql.FILE_STATES, project))
     return {(s.repo, s.path): s for s in states}
 
 
@@ -240,7 +234,9 @@ def file_states_at(
     if not pairs:
         return {}
     params = {"repos": [r for r, _ in pairs], "paths": [p for _, p in pairs]}
-    states: list[FileState] = _rows(conn, FileState, statement(sql.FILE_STATES_AT, project), params)
+    states: list[FileState] = typed_rows(
+        conn, FileState, statement(sql.FILE_STATES_AT, project), params
+    )
     return {(s.repo, s.path): s for s in states}
 
 
@@ -368,146 +364,6 @@ def touch_file(conn: Conn, project: str, file_id: int, size: int, mtime_ns: int)
     )
 
 
-# --- search --------------------------------------------------------------------------------
-
-
-def term_stats(conn: Conn, project: str) -> TermStatsRow:
-    """The planner's statistics of the keyword column (rows -1 before any ANALYZE)."""
-    found = _rows(conn, TermStatsRow, sql.KEYWORD_TERM_STATS, {"schema": project})
-    return found[0] if found else TermStatsRow(-1.0, None, None)
-
-
-def vector_candidates(
-    conn: Conn,
-    project: str,
-    vector: Any,
-    filters: Mapping[str, Any],
-    limit: int,
-    ef_search: int,
-) -> list[int]:
-    """Chunk ids nearest to `vector` (cosine, HNSW), best first. Call inside a transaction:
-    the `hnsw.*` settings made here last until it ends. Filtered searches scan on until enough
-    rows pass (pgvector >= 0.8's iterative scans), so a filter does not thin the list out."""
-    conn.execute(sql.SET_EF_SEARCH, {"ef": str(max(ef_search, limit))})
-    if any(filters.values()) and conn.execute(sql.PGVECTOR_HAS_ITERATIVE_SCAN).fetchone():
-        conn.execute(sql.SET_ITERATIVE_SCAN)
-    rows = conn.execute(
-        statement(sql.VECTOR_CANDIDATES, project), {**filters, "vector": vector, "limit": limit}
-    ).fetchall()
-    return [r[0] for r in rows]
-
-
-def keyword_candidates(
-    conn: Conn, project: str, params: Mapping[str, Any], terms: int | None
-) -> list[int]:
-    """Chunk ids by keyword rank, best first: the idf-weighted ranker over `terms` query
-    terms, or the plain OR ranker when `terms` is None. Never prepared: how many rows a
-    tsquery matches decides the plan (index or scan), and a generic plan scans whole tables."""
-    text = sql.KEYWORD_CANDIDATES if terms is None else sql.keyword_candidates_idf(terms)
-    rows = conn.execute(statement(text, project), params, prepare=False).fetchall()
-    return [r[0] for r in rows]
-
-
-def symbol_matches(conn: Conn, project: str, symbol: str, filters: Mapping[str, Any]) -> list[int]:
-    """Chunks named `symbol` (`Invoice.total` or its last part), shortest name first."""
-    rows = conn.execute(
-        statement(sql.SYMBOL_MATCHES, project), {**filters, "symbol": symbol}
-    ).fetchall()
-    return [r[0] for r in rows]
-
-
-def symbol_defined_in(
-    conn: Conn,
-    project: str,
-    term: str,
-    definition_re: str,
-    owner: str | None,
-    filters: Mapping[str, Any],
-) -> list[int]:
-    """Chunks holding `term` whose text matches `definition_re` (optionally inside `owner`)."""
-    params = {**filters, "term": term, "definition_re": definition_re, "owner": owner}
-    rows = conn.execute(statement(sql.SYMBOL_DEFINED_IN, project), params).fetchall()
-    return [r[0] for r in rows]
-
-
-def verbatim_chunks(
-    conn: Conn, project: str, text: str, filters: Mapping[str, Any], limit: int
-) -> list[tuple[int, str | None]]:
-    """(chunk id, language) of chunks holding `text` verbatim (case and all), at most `limit`."""
-    pattern = "%" + like_escape(text) + "%"
-    rows = conn.execute(
-        statement(sql.VERBATIM_CHUNKS, project),
-        {**filters, "pattern": pattern, "limit": limit},
-        prepare=False,
-    ).fetchall()
-    return [(r[0], r[1]) for r in rows]
-
-
-def chunks_by_id(conn: Conn, project: str, ids: Sequence[int]) -> dict[int, StoredChunk]:
-    if not ids:
-        return {}
-    found: list[StoredChunk] = _rows(
-        conn, StoredChunk, statement(sql.CHUNKS_BY_ID, project), {"ids": list(ids)}
-    )
-    return {c.chunk_id: c for c in found}
-
-
-# --- symbols --------------------------------------------------------------------------------
-
-
-def find_symbols(
-    conn: Conn, project: str, where: str, order: str, params: Mapping[str, Any]
-) -> list[SymbolHit]:
-    """Definitions matching `params` under the condition `where` (see `sql.find_symbols`).
-    Never prepared: a prefix `LIKE` uses its index only when planned with the value."""
-    return _rows(
-        conn, SymbolHit, statement(sql.find_symbols(where, order), project), params, prepare=False
-    )
-
-
-def indexed_file(conn: Conn, project: str, repo: str, path: str) -> IndexedFile | None:
-    found = _rows(
-        conn, IndexedFile, statement(sql.INDEXED_FILE, project), {"repo": repo, "path": path}
-    )
-    return found[0] if found else None
-
-
-def file_symbols(conn: Conn, project: str, file_id: int) -> list[OutlineRow]:
-    return _rows(conn, OutlineRow, statement(sql.FILE_SYMBOLS, project), {"file_id": file_id})
-
-
-# --- exact text -----------------------------------------------------------------------------
-
-
-def check_regex(conn: Conn, pattern: str) -> None:
-    """Refuse a pattern PostgreSQL cannot compile, with its reason. Call it before anything
-    else in the transaction: a failed statement ends it."""
-    try:
-        conn.execute(sql.CHECK_REGEX, {"pattern": pattern})
-    except psycopg.errors.InvalidRegularExpression as exc:
-        reason = str(exc).strip().splitlines()[0]
-        raise InvalidArgument(
-            f"the regex {pattern!r} is not valid ({reason}): use PostgreSQL regex syntax "
-            "(POSIX ERE plus \\d \\w \\s, \\m \\M for word edges), or regex: false for "
-            "a literal"
-        ) from None
-
-
-def grep_lines(
-    conn: Conn,
-    project: str,
-    file_op: str,
-    line_op: str,
-    params: Mapping[str, Any],
-    *,
-    exclude_definitions: bool = False,
-) -> list[LineMatch]:
-    """Matching lines in file order (see `sql.grep`). Never prepared: whether the trigram
-    index helps depends on the pattern."""
-    query = statement(sql.grep(file_op, line_op, exclude_definitions=exclude_definitions), project)
-    return _rows(conn, LineMatch, query, params, prepare=False)
-
-
 # --- sweeps ---------------------------------------------------------------------------------
 
 
@@ -550,4 +406,4 @@ def finish_sweep(
 
 
 def last_sweeps(conn: Conn, project: str, limit: int = 1) -> list[SweepRecord]:
-    return _rows(conn, SweepRecord, statement(sql.LAST_SWEEPS, project), {"limit": limit})
+    return typed_rows(conn, SweepRecord, statement(sql.LAST_SWEEPS, project), {"limit": limit})

@@ -12,7 +12,7 @@ import re
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from indexer import store
+from indexer import lookup, store
 from indexer.db import Database
 from indexer.errors import InvalidArgument
 from indexer.project import Project
@@ -126,7 +126,7 @@ def find_symbol(
     with db.reading(f"looking up symbols in {project.name}") as conn:
         if match == "exact":
             dotted = _SEPARATORS.sub(".", name)
-            found = store.find_symbols(
+            found = lookup.find_symbols(
                 conn,
                 project.name,
                 "exact_qualified" if qualified else "exact",
@@ -143,13 +143,13 @@ def find_symbol(
         elif match == "prefix":
             prefix = store.like_escape(name.lower()) + "%"
             where = "prefix_qualified" if qualified else "prefix"
-            found = store.find_symbols(
+            found = lookup.find_symbols(
                 conn, project.name, where, "prefix", {**params, "prefix": prefix}
             )
             return SymbolMatches(found, "prefix")
         if len(last) < MIN_FUZZY_CHARS:
             return SymbolMatches([], "fuzzy")
-        found = store.find_symbols(conn, project.name, "fuzzy", "fuzzy", {**params, "name": last})
+        found = lookup.find_symbols(conn, project.name, "fuzzy", "fuzzy", {**params, "name": last})
     return SymbolMatches(found, "fuzzy")
 
 
@@ -162,13 +162,13 @@ def get_outline(db: Database, project: Project, repo: str, path: str) -> Outline
     if not path:
         raise InvalidArgument("path is empty: give a file path relative to its root")
     with db.reading(f"reading an outline in {project.name}") as conn:
-        indexed = store.indexed_file(conn, project.name, repo, path)
+        indexed = lookup.indexed_file(conn, project.name, repo, path)
         if indexed is None:
             raise InvalidArgument(
                 f"{repo}/{path} is not indexed: give a path relative to the root, as "
                 "search_code and find_symbol print it (a new file is indexed at the next sweep)"
             )
-        rows = store.file_symbols(conn, project.name, indexed.id)
+        rows = lookup.file_symbols(conn, project.name, indexed.id)
     return Outline(repo, path, indexed.language, outline_tree(rows))
 
 

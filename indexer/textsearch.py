@@ -14,7 +14,7 @@ import re
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from indexer import store
+from indexer import lookup, store
 from indexer.db import Database
 from indexer.errors import InvalidArgument
 from indexer.project import Project
@@ -101,8 +101,8 @@ def grep(
         params["file_pattern"] = params["line_pattern"] = "%" + store.like_escape(pattern) + "%"
     with db.reading(f"searching the text of {project.name}", timeout_ms=GREP_TIMEOUT_MS) as conn:
         if regex:
-            store.check_regex(conn, pattern)
-        rows = store.grep_lines(conn, project.name, op, op, params)
+            lookup.check_regex(conn, pattern)
+        rows = lookup.grep_lines(conn, project.name, op, op, params)
     needle = None if regex else pattern
     return _bounded(rows, max_results, needle, case_sensitive)
 
@@ -153,7 +153,7 @@ def find_references(
     }
     with db.reading(f"finding references in {project.name}", timeout_ms=GREP_TIMEOUT_MS) as conn:
         # Files through the trigram index on the literal, lines by the whole-word regex.
-        rows = store.grep_lines(
+        rows = lookup.grep_lines(
             conn,
             project.name,
             "like",

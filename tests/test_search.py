@@ -13,7 +13,7 @@ import numpy as np
 import psycopg
 import pytest
 
-from indexer import lexical, search, sql, store
+from indexer import lexical, lookup, search, sql, store
 from indexer.embed import EmbedBatchResult, EmbeddingModel
 from indexer.embedders import make_embedder
 from indexer.project import Project, Root
@@ -165,7 +165,7 @@ def test_a_filter_matching_one_percent_of_rows_still_returns_top_k(
                 ranking=Ranking(vector_depth=10),
                 keyword=False,
             )
-            paths = [c.path for c in store.chunks_by_id(conn, project.name, found.vector).values()]
+            paths = [c.path for c in lookup.chunks_by_id(conn, project.name, found.vector).values()]
         assert len(found.vector) == 10 and all(p.startswith("special/") for p in paths)
         # Control: the same index scan without iterative scans loses most of them.
         with conn.transaction():

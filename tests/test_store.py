@@ -9,7 +9,7 @@ import pytest
 from index_rows import file_chunks
 from psycopg.conninfo import make_conninfo
 
-from indexer import sql, store
+from indexer import migrations, sql, store
 from indexer.db import Database, prepare_database
 from indexer.errors import ForeignSchema, InvalidProjectName, PgvectorMissing, ProjectNotFound
 from indexer.store import ChunkRow, FileRecord
@@ -42,11 +42,15 @@ def chunk_rows(conn: Conn, project: str) -> list[tuple[Any, ...]]:
 
 
 def test_schema_creation_is_idempotent(conn: Conn, project_name: str) -> None:
-    assert store.ensure_project(conn, project_name) == [name for name, _ in sql.MIGRATIONS]
+    assert store.ensure_project(conn, project_name) == [name for name, _ in migrations.MIGRATIONS]
     assert store.ensure_project(conn, project_name) == []
     assert project_name in store.list_projects(conn)
     summary = store.summary(conn, project_name)
-    assert (summary.files, summary.chunks, summary.schema_version) == (0, 0, len(sql.MIGRATIONS))
+    assert (summary.files, summary.chunks, summary.schema_version) == (
+        0,
+        0,
+        len(migrations.MIGRATIONS),
+    )
 
 
 def test_upsert_replaces_the_chunks_of_a_file(conn: Conn, project_name: str) -> None:

@@ -59,7 +59,7 @@ from index import (  # noqa: E402
     with_definition_terms,
 )
 
-from indexer import search, store  # noqa: E402
+from indexer import lookup, search  # noqa: E402
 from indexer.embed import Embedder  # noqa: E402
 from indexer.embedders import make_embedder  # noqa: E402
 from indexer.project import Project  # noqa: E402
@@ -141,7 +141,7 @@ def gather(
         if i % 100 == 0:
             print(f"\r  gathered {i}/{len(queries)}", end="", file=sys.stderr, flush=True)
     print(file=sys.stderr)
-    details = store.chunks_by_id(conn, project.name, sorted(ids))
+    details = lookup.chunks_by_id(conn, project.name, sorted(ids))
     conn.rollback()
     return Gathered(list(queries), vector, keyword, exact, details)
 

@@ -1,0 +1,155 @@
+"""The store's read side for search and navigation: candidates for both rankers, chunks by
+id, symbols, outlines and exact text. Every statement comes from `sql.py`; rows come back as
+the frozen values of `rows.py`. Writes, schemas and sweep bookkeeping are in `store.py`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import psycopg
+
+from indexer import sql
+from indexer.errors import InvalidArgument
+from indexer.rows import IndexedFile, LineMatch, OutlineRow, StoredChunk, SymbolHit, TermStatsRow
+from indexer.store import Conn, like_escape, statement, typed_rows
+
+# --- search --------------------------------------------------------------------------------
+
+
+def term_stats(conn: Conn, project: str) -> TermStatsRow:
+    """The planner's statistics of the keyword column (rows -1 before any ANALYZE)."""
+    found = typed_rows(conn, TermStatsRow, sql.KEYWORD_TERM_STATS, {"schema": project})
+    return found[0] if found else TermStatsRow(-1.0, None, None)
+
+
+def vector_candidates(
+    conn: Conn,
+    project: str,
+    vector: Any,
+    filters: Mapping[str, Any],
+    limit: int,
+    ef_search: int,
+) -> list[int]:
+    """Chunk ids nearest to `vector` (cosine, HNSW), best first. Call inside a transaction:
+    the `hnsw.*` settings made here last until it ends. Filtered searches scan on until enough
+    rows pass (pgvector >= 0.8's iterative scans), so a filter does not thin the list out."""
+    conn.execute(sql.SET_EF_SEARCH, {"ef": str(max(ef_search, limit))})
+    if any(filters.values()) and conn.execute(sql.PGVECTOR_HAS_ITERATIVE_SCAN).fetchone():
+        conn.execute(sql.SET_ITERATIVE_SCAN)
+    rows = conn.execute(
+        statement(sql.VECTOR_CANDIDATES, project), {**filters, "vector": vector, "limit": limit}
+    ).fetchall()
+    return [r[0] for r in rows]
+
+
+def keyword_candidates(
+    conn: Conn, project: str, params: Mapping[str, Any], terms: int | None
+) -> list[int]:
+    """Chunk ids by keyword rank, best first: the idf-weighted ranker over `terms` query
+    terms, or the plain OR ranker when `terms` is None. Never prepared: how many rows a
+    tsquery matches decides the plan (index or scan), and a generic plan scans whole tables."""
+    text = sql.KEYWORD_CANDIDATES if terms is None else sql.keyword_candidates_idf(terms)
+    rows = conn.execute(statement(text, project), params, prepare=False).fetchall()
+    return [r[0] for r in rows]
+
+
+def symbol_matches(conn: Conn, project: str, symbol: str, filters: Mapping[str, Any]) -> list[int]:
+    """Chunks named `symbol` (`Invoice.total` or its last part), shortest name first."""
+    rows = conn.execute(
+        statement(sql.SYMBOL_MATCHES, project), {**filters, "symbol": symbol}
+    ).fetchall()
+    return [r[0] for r in rows]
+
+
+def symbol_defined_in(
+    conn: Conn,
+    project: str,
+    term: str,
+    definition_re: str,
+    owner: str | None,
+    filters: Mapping[str, Any],
+) -> list[int]:
+    """Chunks holding `term` whose text matches `definition_re` (optionally inside `owner`)."""
+    params = {**filters, "term": term, "definition_re": definition_re, "owner": owner}
+    rows = conn.execute(statement(sql.SYMBOL_DEFINED_IN, project), params).fetchall()
+    return [r[0] for r in rows]
+
+
+def verbatim_chunks(
+    conn: Conn, project: str, text: str, filters: Mapping[str, Any], limit: int
+) -> list[tuple[int, str | None]]:
+    """(chunk id, language) of chunks holding `text` verbatim (case and all), at most `limit`."""
+    pattern = "%" + like_escape(text) + "%"
+    rows = conn.execute(
+        statement(sql.VERBATIM_CHUNKS, project),
+        {**filters, "pattern": pattern, "limit": limit},
+        prepare=False,
+    ).fetchall()
+    return [(r[0], r[1]) for r in rows]
+
+
+def chunks_by_id(conn: Conn, project: str, ids: Sequence[int]) -> dict[int, StoredChunk]:
+    if not ids:
+        return {}
+    found: list[StoredChunk] = typed_rows(
+        conn, StoredChunk, statement(sql.CHUNKS_BY_ID, project), {"ids": list(ids)}
+    )
+    return {c.chunk_id: c for c in found}
+
+
+# --- symbols --------------------------------------------------------------------------------
+
+
+def find_symbols(
+    conn: Conn, project: str, where: str, order: str, params: Mapping[str, Any]
+) -> list[SymbolHit]:
+    """Definitions matching `params` under the condition `where` (see `sql.find_symbols`).
+    Never prepared: a prefix `LIKE` uses its index only when planned with the value."""
+    return typed_rows(
+        conn, SymbolHit, statement(sql.find_symbols(where, order), project), params, prepare=False
+    )
+
+
+def indexed_file(conn: Conn, project: str, repo: str, path: str) -> IndexedFile | None:
+    found = typed_rows(
+        conn, IndexedFile, statement(sql.INDEXED_FILE, project), {"repo": repo, "path": path}
+    )
+    return found[0] if found else None
+
+
+def file_symbols(conn: Conn, project: str, file_id: int) -> list[OutlineRow]:
+    return typed_rows(conn, OutlineRow, statement(sql.FILE_SYMBOLS, project), {"file_id": file_id})
+
+
+# --- exact text -----------------------------------------------------------------------------
+
+
+def check_regex(conn: Conn, pattern: str) -> None:
+    """Refuse a pattern PostgreSQL cannot compile, with its reason. Call it before anything
+    else in the transaction: a failed statement ends it."""
+    try:
+        conn.execute(sql.CHECK_REGEX, {"pattern": pattern})
+    except psycopg.errors.InvalidRegularExpression as exc:
+        reason = str(exc).strip().splitlines()[0]
+        raise InvalidArgument(
+            f"the regex {pattern!r} is not valid ({reason}): use PostgreSQL regex syntax "
+            "(POSIX ERE plus \\d \\w \\s, \\m \\M for word edges), or regex: false for "
+            "a literal"
+        ) from None
+
+
+def grep_lines(
+    conn: Conn,
+    project: str,
+    file_op: str,
+    line_op: str,
+    params: Mapping[str, Any],
+    *,
+    exclude_definitions: bool = False,
+) -> list[LineMatch]:
+    """Matching lines in file order (see `sql.grep`). Never prepared: whether the trigram
+    index helps depends on the pattern."""
+    query = statement(sql.grep(file_op, line_op, exclude_definitions=exclude_definitions), project)
+    return typed_rows(conn, LineMatch, query, params, prepare=False)
