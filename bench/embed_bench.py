@@ -5,8 +5,8 @@
 
 Chunks are real code: 40-line windows of the .py files of a few packages in this venv's
 site-packages, spread evenly, the same on every run. The local part times `embed_documents`
-of the bundled all-MiniLM-L6-v2 at several batch sizes (and the library's own truncating
-`encode`, to show what windowing long chunks costs). The Ollama part runs against the test
+of the bundled all-MiniLM-L6-v2 (int8 ONNX) at several batch sizes, and `embed_query`; the
+comparison with the torch path is bench/embed_compare.py. The Ollama part runs against the test
 stand-in (tests/ollama_standin.py, which hashes trigrams instead of running a model), so it
 measures the client: `OllamaEmbedder.embed_documents` against raw `ollama.Client.embed` calls on
 the same batches, and `pack_batches` alone. Figures are medians of --repeats runs.
@@ -60,17 +60,16 @@ def median_seconds(run: Callable[[], object], repeats: int) -> float:
 
 
 def bench_local(chunks: list[str], batch_sizes: list[int], repeats: int) -> None:
-    import torch
-
-    from indexer.embed_local import LocalEmbedder, load_model
+    from indexer.embed_local import LocalEmbedder
 
     started = time.perf_counter()
     embedder = LocalEmbedder()
-    embedder.identity  # noqa: B018  (loads the model)
-    print(f"local model load (incl. torch import): {time.perf_counter() - started:.1f} s")
-    print(f"torch threads: {torch.get_num_threads()}")
-    st = load_model(embedder.path)
-    embedder.embed_documents(chunks[:16])  # warm-up
+    embedder.embed_query("load")  # loads the query session
+    print(
+        f"local model load (onnxruntime import, first query): {time.perf_counter() - started:.2f} s"
+    )
+    print(f"model: {embedder.identity.describe()}, threads: {embedder.threads}")
+    embedder.embed_documents(chunks[:16])  # warm-up (creates the document session)
     result = embedder.embed_documents(chunks)
     print(
         f"chunks: {len(chunks)}, mean {statistics.mean(len(c) for c in chunks):.0f} chars; "
@@ -83,12 +82,9 @@ def bench_local(chunks: list[str], batch_sizes: list[int], repeats: int) -> None
         embedder.batch_size = size
         ours = median_seconds(lambda: embedder.embed_documents(chunks), repeats)
         print(f"| {size} | {len(chunks) / ours:.1f} |")
-    raw = median_seconds(
-        lambda: st.encode(chunks, batch_size=32, normalize_embeddings=True), repeats
-    )
-    print(f"\nlibrary encode, batch 32, cut at 256 tokens: {len(chunks) / raw:.1f} chunks/s")
     query = median_seconds(lambda: embedder.embed_query("parse the config file"), 20)
     print(f"\nlocal embed_query: {query * 1000:.1f} ms (median of 20)")
+    print("torch vs ONNX on the same chunks: bench/embed_compare.py")
 
 
 def bench_ollama(chunks: list[str], repeats: int) -> None:
@@ -164,7 +160,7 @@ def main() -> None:
     parser.add_argument("--chunks", type=int, default=512, help="for the Ollama part")
     parser.add_argument("--local-chunks", type=int, default=96, help="for the local part")
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--batch-sizes", default="8,16,32")
+    parser.add_argument("--batch-sizes", default="4,8,16,32")
     parser.add_argument("--skip-local", action="store_true")
     parser.add_argument("--skip-ollama", action="store_true")
     args = parser.parse_args()
