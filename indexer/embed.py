@@ -204,9 +204,15 @@ def mismatch_message(recorded: EmbeddingModel, current: EmbeddingModel, project:
         )
     else:
         what = f"with {recorded.describe()}, but the embedder is now {current.describe()}"
+    rescan = (
+        f"project {project!r} was indexed {what}: run `./bld scan {project} --full` to re-embed it"
+    )
+    if recorded.provider == current.provider == PROVIDER_LOCAL and recorded.model != current.model:
+        # A local model that no longer ships (the torch build before the ONNX one) cannot be
+        # configured back: re-embedding is the way.
+        return rescan
     return (
-        f"project {project!r} was indexed {what}: run `./bld scan {project} --full` to "
-        f"re-embed it, or set [embedding] back to provider = {recorded.provider}, "
+        f"{rescan}, or set [embedding] back to provider = {recorded.provider}, "
         f"model = {recorded.model} in application.ini"
     )
 

@@ -158,3 +158,15 @@ def test_cuts_prefer_line_ends() -> None:
     assert cut_to_bytes(text, 21) == "line one\nline two\n"  # a line end near the cut
     assert cut_to_bytes(text, 30) == "line one\nline two\nline three i"  # none near: hard cut
     assert shorten("x" * 100, 0.75) == "x" * 75
+
+
+def test_an_index_of_the_retired_torch_model_asks_for_a_rescan_only() -> None:
+    # The torch-built local model no longer ships: "set it back" would be advice nobody can take.
+    old = EmbeddingModel("local", "all-MiniLM-L6-v2", 384)
+    new = EmbeddingModel("local", "all-MiniLM-L6-v2-int8", 384)
+    with pytest.raises(ModelMismatch) as caught:
+        ensure_same_model(old, new, "shop")
+    assert caught.value.message == (
+        "project 'shop' was indexed with local all-MiniLM-L6-v2 (384-d), but the embedder is now "
+        "local all-MiniLM-L6-v2-int8 (384-d): run `./bld scan shop --full` to re-embed it"
+    )
