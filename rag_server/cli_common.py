@@ -12,7 +12,8 @@ import typer
 
 from indexer.db import Database
 from indexer.errors import RagError
-from rag_server.config import CONFIG_ENV, Settings, load_settings
+from indexer.project import Project
+from rag_server.config import CONFIG_ENV, Settings, load_settings, select_projects
 
 ConfigOption = Annotated[
     Path | None,
@@ -41,3 +42,12 @@ def settings_from(config: Path | None) -> Settings:
 
 def open_database(settings: Settings) -> Database:
     return Database(settings.database.dsn, settings.data_dir).open()
+
+
+@contextlib.contextmanager
+def project_database(config: Path | None, project: str) -> Iterator[tuple[Project, Database]]:
+    """The configured `project` and its open database, for commands that read one project."""
+    settings = settings_from(config)
+    [target] = select_projects(settings, project)
+    with open_database(settings) as db:
+        yield target, db

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import json
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -50,6 +51,9 @@ LATEST_HANDSHAKE_VERSION = HANDSHAKE_VERSIONS[-1]
 DEFAULT_VERSION = "2025-03-26"
 # Features by revision: structured tool output and tool titles arrived in 2025-06-18.
 STRUCTURED_OUTPUT_SINCE = "2025-06-18"
+# The whole JSON of one tool result (~8k tokens of code): Claude Code truncates tool output above
+# ~25k tokens; results stay well under that.
+MAX_RESULT_CHARS = 32_000
 
 VERSION_HEADER = "mcp-protocol-version"
 METHOD_HEADER = "mcp-method"
@@ -277,3 +281,8 @@ def _initialize(params: Mapping[str, Any], tools: ToolBox) -> dict[str, Any]:
         "serverInfo": server_info(),
         "instructions": tools.instructions,
     }
+
+
+def fits_in_result(payload: Mapping[str, Any]) -> bool:
+    """Whether `payload` as JSON stays within MAX_RESULT_CHARS."""
+    return len(json.dumps(payload, ensure_ascii=False)) <= MAX_RESULT_CHARS

@@ -12,8 +12,7 @@ import typer
 from indexer.symbols import DEFAULT_SYMBOL_LIMIT, MAX_SYMBOL_LIMIT, find_symbol, get_outline
 from indexer.textsearch import DEFAULT_MAX_RESULTS, MAX_RESULTS, LineMatches, find_references
 from indexer.textsearch import grep as grep_text
-from rag_server.cli_common import ConfigOption, open_database, settings_from, user_errors
-from rag_server.config import select_projects
+from rag_server.cli_common import ConfigOption, project_database, user_errors
 
 ProjectArg = Annotated[str, typer.Argument(help="The project to look in.")]
 RepoOption = Annotated[str | None, typer.Option(help="Only this root (its name).")]
@@ -51,21 +50,18 @@ def symbols(
 
     Example: ./bld symbols code_rag sweep_project
     """
-    with user_errors():
-        settings = settings_from(config)
-        [target] = select_projects(settings, project)
-        with open_database(settings) as db:
-            found = find_symbol(
-                db,
-                target,
-                name,
-                match=match,
-                kind=kind,
-                repo=repo,
-                language=language,
-                path_glob=path,
-                limit=limit,
-            )
+    with user_errors(), project_database(config, project) as (target, db):
+        found = find_symbol(
+            db,
+            target,
+            name,
+            match=match,
+            kind=kind,
+            repo=repo,
+            language=language,
+            path_glob=path,
+            limit=limit,
+        )
     if as_json:
         _print_json({**found.to_dict(), "truncated": False})
         return
@@ -92,11 +88,8 @@ def outline(
 
     Example: ./bld outline code_rag code-rag indexer/sweep.py
     """
-    with user_errors():
-        settings = settings_from(config)
-        [target] = select_projects(settings, project)
-        with open_database(settings) as db:
-            found = get_outline(db, target, repo, path)
+    with user_errors(), project_database(config, project) as (target, db):
+        found = get_outline(db, target, repo, path)
     if as_json:
         _print_json({**found.to_dict(), "truncated": False})
         return
@@ -141,21 +134,18 @@ def grep(
 
     Example: ./bld grep code_rag "compare_digest"
     """
-    with user_errors():
-        settings = settings_from(config)
-        [target] = select_projects(settings, project)
-        with open_database(settings) as db:
-            found = grep_text(
-                db,
-                target,
-                pattern,
-                regex=regex,
-                case_sensitive=not ignore_case,
-                repo=repo,
-                language=language,
-                path_glob=path,
-                max_results=max_results,
-            )
+    with user_errors(), project_database(config, project) as (target, db):
+        found = grep_text(
+            db,
+            target,
+            pattern,
+            regex=regex,
+            case_sensitive=not ignore_case,
+            repo=repo,
+            language=language,
+            path_glob=path,
+            max_results=max_results,
+        )
     _print_lines(found, "matches", as_json)
 
 
@@ -173,17 +163,14 @@ def refs(
 
     Example: ./bld refs code_rag sweep_project
     """
-    with user_errors():
-        settings = settings_from(config)
-        [target] = select_projects(settings, project)
-        with open_database(settings) as db:
-            found = find_references(
-                db,
-                target,
-                name,
-                repo=repo,
-                language=language,
-                path_glob=path,
-                max_results=max_results,
-            )
+    with user_errors(), project_database(config, project) as (target, db):
+        found = find_references(
+            db,
+            target,
+            name,
+            repo=repo,
+            language=language,
+            path_glob=path,
+            max_results=max_results,
+        )
     _print_lines(found, "references", as_json)

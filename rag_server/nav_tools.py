@@ -8,7 +8,6 @@ from the end, and `truncated` says so; `complete` turns false with it).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -21,9 +20,8 @@ from indexer.symbols import (
     get_outline,
 )
 from indexer.textsearch import DEFAULT_MAX_RESULTS, MAX_RESULTS, find_references, grep
+from rag_server.mcp import fits_in_result
 from rag_server.service import Service
-
-MAX_RESULT_CHARS = 32_000  # as tools.MAX_RESULT_CHARS: the whole JSON of one result
 
 _NULLABLE_STRING = {"type": ["string", "null"]}
 _REPO = {"type": "string", "description": "Only this root (see list_repos)."}
@@ -243,20 +241,16 @@ FIND_REFERENCES_OUTPUT: dict[str, Any] = {
 }
 
 
-def _fits(payload: Mapping[str, Any]) -> bool:
-    return len(json.dumps(payload, ensure_ascii=False)) <= MAX_RESULT_CHARS
-
-
 def bound_list(result: dict[str, Any], key: str) -> dict[str, Any]:
     """`result` within MAX_RESULT_CHARS: entries of `result[key]` dropped from the end."""
     result["truncated"] = False
     items = result[key]
-    if _fits(result):
+    if fits_in_result(result):
         return result
     low, high = 0, len(items)
     while low < high:  # the longest prefix that fits
         mid = (low + high + 1) // 2
-        if _fits({**result, key: items[:mid]}):
+        if fits_in_result({**result, key: items[:mid]}):
             low = mid
         else:
             high = mid - 1

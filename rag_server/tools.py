@@ -30,11 +30,13 @@ from indexer.search import (
     get_chunk,
     search_code,
 )
-from rag_server.mcp import STRUCTURED_OUTPUT_SINCE, version_at_least
+from rag_server.mcp import (
+    STRUCTURED_OUTPUT_SINCE,
+    fits_in_result,
+    version_at_least,
+)
 from rag_server.nav_tools import NAV_TOOLS
 from rag_server.service import Service
-
-MAX_RESULT_CHARS = 32_000  # the whole JSON of one result (~8k tokens of code)
 
 Handler = Callable[[Service, Project, Mapping[str, Any]], dict[str, Any]]
 
@@ -255,19 +257,15 @@ def check_arguments(tool: str, schema: Mapping[str, Any], args: Mapping[str, Any
 # --- handlers -----------------------------------------------------------------------------------
 
 
-def _fits(payload: Mapping[str, Any]) -> bool:
-    return len(json.dumps(payload, ensure_ascii=False)) <= MAX_RESULT_CHARS
-
-
 def bound_hits(query: str, hits: list[dict[str, Any]]) -> dict[str, Any]:
     """The search result within MAX_RESULT_CHARS: snippets shortened first, then hits dropped."""
     limit = SNIPPET_CHARS
     result: dict[str, Any] = {"query": query, "hits": hits, "truncated": False}
-    while not _fits(result) and limit > 200:
+    while not fits_in_result(result) and limit > 200:
         limit //= 2
         result["hits"] = [{**h, "snippet": truncate.cut(str(h["snippet"]), limit)} for h in hits]
         result["truncated"] = True
-    while not _fits(result) and result["hits"]:
+    while not fits_in_result(result) and result["hits"]:
         result["hits"] = result["hits"][:-1]
         result["truncated"] = True
     if result["truncated"]:
