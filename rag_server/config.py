@@ -366,7 +366,8 @@ def load_settings(config_path: Path | None = None, *, create_token: bool = True)
 CHECKOUT = Path(__file__).resolve().parent.parent
 INI_EXAMPLE = CHECKOUT / "application.ini.example"
 DEMO_PROJECT = "code_rag"
-DEMO_INCLUDE = ["README.md", "docs/**", "chunkers/*.py", "indexer/**", "rag_server/**"]
+# Source and docs only: the bundled model folder (a 0.5 MB tokenizer.json) is data, not code.
+DEMO_INCLUDE = ["README.md", "docs/**", "chunkers/*.py", "indexer/*.py", "rag_server/*.py"]
 
 
 def initial_files(config_path: Path) -> tuple[Path, Path]:
