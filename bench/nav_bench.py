@@ -71,18 +71,18 @@ def part1(db: Database, runs: int) -> None:
         f"\n## Part 1: store time of a first sweep, {', '.join(STORE_CORPUS)}, zero-cost embedder"
     )
     with_nav, without = [], []
-    saved = (store._replace_symbols, sql.UPSERT_FILE_TEXT, sql.DELETE_FILE_TEXT)
+    saved = (store._replace_symbols, store.text_rows, sql.DELETE_FILE_TEXT)
     for run in range(runs):
         for label, out in (("with symbols + text", with_nav), ("without", without)):
             if label == "without":
                 store._replace_symbols = lambda *a, **k: None  # type: ignore[assignment]
-                sql.UPSERT_FILE_TEXT = "SELECT %(file_id)s, %(content)s"
+                store.text_rows = lambda *a, **k: []  # type: ignore[assignment]
                 sql.DELETE_FILE_TEXT = "SELECT %(file_id)s"
             try:
                 fresh(db, proj.name)
                 report = sweep_project(db, proj, ZeroCostEmbedder(), SweepOptions())
             finally:
-                store._replace_symbols, sql.UPSERT_FILE_TEXT, sql.DELETE_FILE_TEXT = saved
+                store._replace_symbols, store.text_rows, sql.DELETE_FILE_TEXT = saved
             # Writing rows, and building the indexes a bulk load leaves to the end.
             spent = report.seconds["store"] + report.seconds.get("build_index", 0.0)
             out.append(spent)
@@ -139,8 +139,8 @@ def build_scaled(db: Database, copies: int) -> None:
                     " parent) SELECT file_id + %(off)s, ordinal, chunk_id + %(off)s, name,"
                     " qualified_name, kind, start_line, end_line, signature_line, signature,"
                     " parent FROM {s}.rag_symbol",
-                    "INSERT INTO {d}.rag_file_text (file_id, content) SELECT file_id + %(off)s,"
-                    " content FROM {s}.rag_file_text",
+                    "INSERT INTO {d}.rag_text_block (file_id, start_line, content)"
+                    " SELECT file_id + %(off)s, start_line, content FROM {s}.rag_text_block",
                 ]
                 for text in statements:
                     conn.execute(pgsql.SQL(text).format(d=d, s=s), off)
@@ -148,11 +148,13 @@ def build_scaled(db: Database, copies: int) -> None:
         t = time.perf_counter()
         with conn.transaction():
             conn.execute(sql.SET_BUILD_MEMORY, {"mem": "1GB"})
-            for step in [*migrations.M002_SYMBOLS, *migrations.M003_FILE_TEXT]:
-                if step.lstrip().startswith("CREATE INDEX"):
+            for step in migrations.M002_SYMBOLS:
+                if any(step.split()[2:3] == [name] for name in NAV_INDEXES):
                     conn.execute(store.statement(step, SCALED))
+            for step in sql.CREATE_TRGM:
+                conn.execute(store.statement(step, SCALED))
         with conn.transaction():
-            for table in ("rag_file", "rag_chunk", "rag_symbol", "rag_file_text"):
+            for table in ("rag_file", "rag_chunk", "rag_symbol", "rag_text_block"):
                 conn.execute(pgsql.SQL("ANALYZE {}").format(pgsql.Identifier(SCALED, table)))
         print(f"indexes and statistics in {time.perf_counter() - t:.0f} s")
 
@@ -233,18 +235,20 @@ def part2(db: Database, target: int, queries: int) -> None:
             pgsql.SQL(
                 "SELECT (SELECT count(*) FROM {d}.rag_chunk),"
                 " (SELECT count(*) FROM {d}.rag_symbol),"
-                " (SELECT count(*) FROM {d}.rag_file_text),"
+                " (SELECT count(DISTINCT file_id) FROM {d}.rag_text_block),"
+                " (SELECT count(*) FROM {d}.rag_text_block),"
                 " (SELECT pg_size_pretty(sum(pg_total_relation_size(c.oid))) FROM pg_class c"
                 "   JOIN pg_namespace n ON n.oid = c.relnamespace"
-                "  WHERE n.nspname = %(n)s AND c.relname IN ('rag_symbol', 'rag_file_text')),"
+                "  WHERE n.nspname = %(n)s AND c.relname IN ('rag_symbol', 'rag_text_block')),"
                 " (SELECT pg_size_pretty(pg_total_relation_size('{n}.rag_chunk'::regclass)))"
             ).format(d=pgsql.Identifier(SCALED), n=pgsql.SQL(SCALED)),
             {"n": SCALED},
         ).fetchone()
     assert counts is not None
     print(
-        f"{counts[0]:,} chunks, {counts[1]:,} symbols, {counts[2]:,} files with text; "
-        f"rag_symbol + rag_file_text take {counts[3]} (rag_chunk: {counts[4]})"
+        f"{counts[0]:,} chunks, {counts[1]:,} symbols, {counts[2]:,} files with text in "
+        f"{counts[3]:,} blocks; rag_symbol + rag_text_block take {counts[4]} "
+        f"(rag_chunk: {counts[5]})"
     )
     roots = tuple(Root(HERE, f"{p}_{k}") for p in CORPUS for k in range(copies))
     proj = Project(SCALED, roots)

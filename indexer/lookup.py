@@ -143,13 +143,13 @@ def check_regex(conn: Conn, pattern: str) -> None:
 def grep_lines(
     conn: Conn,
     project: str,
-    file_op: str,
+    block_op: str,
     line_op: str,
     params: Mapping[str, Any],
     *,
     exclude_definitions: bool = False,
 ) -> list[LineMatch]:
-    """Matching lines in file order (see `sql.grep`). Never prepared: whether the trigram
-    index helps depends on the pattern."""
-    query = statement(sql.grep(file_op, line_op, exclude_definitions=exclude_definitions), project)
+    """Matching lines, at most `params["limit"]`, in no set order (see `sql.grep`). Never
+    prepared: whether the trigram index helps depends on the pattern."""
+    query = statement(sql.grep(block_op, line_op, exclude_definitions=exclude_definitions), project)
     return typed_rows(conn, LineMatch, query, params, prepare=False)

@@ -107,9 +107,36 @@ M003_FILE_TEXT = [
     "CREATE INDEX rag_file_text_trgm ON {schema}.rag_file_text USING gin (content gin_trgm_ops)",
 ]
 
+# Exact text in blocks of whole lines (`store.text_rows`: up to ~2,000 characters or 64 lines,
+# never a split line) instead of whole files: the trigram index then proposes blocks, and a
+# re-check reads a block, not a file. `start_line` is the block's first line in the file.
+# The file texts are dropped with their table; forgetting the chunker version makes the next
+# sweep read every file again and write its blocks (its chunks' vectors come from the
+# content-hash cache: nothing is embedded again). Fuzzy names move to a GiST trigram index,
+# which hands out the nearest names first (ORDER BY <->), so a LIMIT stops the scan.
+M004_TEXT_BLOCKS = [
+    """
+    CREATE TABLE {schema}.rag_text_block (
+        file_id bigint NOT NULL REFERENCES {schema}.rag_file (id) ON DELETE CASCADE,
+        start_line integer NOT NULL CHECK (start_line >= 1),
+        content text NOT NULL,
+        PRIMARY KEY (file_id, start_line)
+    )
+    """,
+    "CREATE INDEX rag_text_block_trgm ON {schema}.rag_text_block USING gin (content gin_trgm_ops)",
+    "DROP TABLE {schema}.rag_file_text",
+    "DELETE FROM {schema}.rag_meta WHERE key = 'chunker_version'",
+    "DROP INDEX {schema}.rag_symbol_name_trgm",
+    """
+    CREATE INDEX rag_symbol_name_trgm
+        ON {schema}.rag_symbol USING gist (lower(name) gist_trgm_ops)
+    """,
+]
+
 # (name, statements): applied in order, each once, each in the transaction that records it.
 MIGRATIONS: list[tuple[str, list[str]]] = [
     ("m001_initial", M001_INITIAL),
     ("m002_symbols", M002_SYMBOLS),
     ("m003_file_text", M003_FILE_TEXT),
+    ("m004_text_blocks", M004_TEXT_BLOCKS),
 ]

@@ -88,14 +88,14 @@ ANALYZE_CHUNKS = "ANALYZE {schema}.rag_chunk"
 # The trigram indexes are dropped and rebuilt around a bulk load like the HNSW index (the
 # migrations create them under the same names).
 DROP_TRGM = [
-    "DROP INDEX IF EXISTS {schema}.rag_file_text_trgm",
+    "DROP INDEX IF EXISTS {schema}.rag_text_block_trgm",
     "DROP INDEX IF EXISTS {schema}.rag_symbol_name_trgm",
 ]
 CREATE_TRGM = [
-    "CREATE INDEX IF NOT EXISTS rag_file_text_trgm"
-    " ON {schema}.rag_file_text USING gin (content gin_trgm_ops)",
+    "CREATE INDEX IF NOT EXISTS rag_text_block_trgm"
+    " ON {schema}.rag_text_block USING gin (content gin_trgm_ops)",
     "CREATE INDEX IF NOT EXISTS rag_symbol_name_trgm"
-    " ON {schema}.rag_symbol USING gin (lower(name) gin_trgm_ops)",
+    " ON {schema}.rag_symbol USING gist (lower(name) gist_trgm_ops)",
 ]
 CREATE_HNSW = """
 CREATE INDEX IF NOT EXISTS rag_chunk_embedding_hnsw
@@ -141,11 +141,14 @@ ON CONFLICT (file_id, ordinal) DO UPDATE
        content_sha256 = EXCLUDED.content_sha256, embedding = EXCLUDED.embedding,
        tsv = EXCLUDED.tsv
 """
-UPSERT_FILE_TEXT = """
-INSERT INTO {schema}.rag_file_text (file_id, content) VALUES (%(file_id)s, %(content)s)
-ON CONFLICT (file_id) DO UPDATE SET content = EXCLUDED.content
-"""
-DELETE_FILE_TEXT = "DELETE FROM {schema}.rag_file_text WHERE file_id = %(file_id)s"
+# Each file's text for exact-text search, in blocks of whole lines: the rows come from
+# `store.text_rows`, in this column order, for every writer (row by row or COPY).
+FILE_TEXT_TABLE = "rag_text_block"
+FILE_TEXT_COLUMNS = ("file_id", "start_line", "content")
+COPY_FILE_TEXT = (
+    "COPY {schema}." + FILE_TEXT_TABLE + " (" + ", ".join(FILE_TEXT_COLUMNS) + ") FROM STDIN"
+)
+DELETE_FILE_TEXT = "DELETE FROM {schema}." + FILE_TEXT_TABLE + " WHERE file_id = %(file_id)s"
 DELETE_SYMBOLS = "DELETE FROM {schema}.rag_symbol WHERE file_id = %(file_id)s"
 # One statement per file: the symbols as parallel arrays, each joined to its chunk's id.
 INSERT_SYMBOLS = """
@@ -328,15 +331,16 @@ SELECT c.id
 """
 )
 # Chunks holding `%(pattern)s` (a LIKE pattern) verbatim, with their file's language: files
-# through the trigram index, then their chunks. `limit` is one more than the caller uses, so
-# it can tell a distinctive identifier from a common one.
+# through the trigram index on their text blocks, then their chunks. `limit` is one more than
+# the caller uses, so it can tell a distinctive identifier from a common one.
 VERBATIM_CHUNKS = (
     """
 SELECT c.id, f.language
-  FROM {schema}.rag_file_text t
-  JOIN {schema}.rag_file f ON f.id = t.file_id
-  JOIN {schema}.rag_chunk c ON c.file_id = t.file_id
- WHERE t.content LIKE %(pattern)s AND c.content LIKE %(pattern)s
+  FROM {schema}.rag_chunk c
+  JOIN {schema}.rag_file f ON f.id = c.file_id
+ WHERE c.file_id IN (SELECT b.file_id FROM {schema}.rag_text_block b
+                      WHERE b.content LIKE %(pattern)s)
+   AND c.content LIKE %(pattern)s
 """
     + _SEARCH_FILTERS
     + """
@@ -389,7 +393,9 @@ _SYMBOL_ORDER = {
     "exact": "length(s.qualified_name)",
     # The index's own order (text_pattern_ops sorts with ~<~), so a LIMIT stops the scan early.
     "prefix": "lower(s.name) USING ~<~",
-    "fuzzy": "similarity(lower(s.name), lower(%(name)s)) DESC, length(s.name)",
+    # Trigram distance (1 - similarity), the GiST index's own order: the nearest names come
+    # first out of the index and a LIMIT stops the scan; ties by length, then by place.
+    "fuzzy": "lower(s.name) <-> lower(%(name)s), length(s.name)",
 }
 
 
@@ -412,18 +418,21 @@ SELECT name, qualified_name, kind, start_line, end_line, signature, parent
 
 # --- exact text -----------------------------------------------------------------------------
 
-# Rows as `rows.LineMatch`: matching lines of the files whose text matches, at most `limit`
-# (the caller asks one more than it shows, to know whether the list is complete). No ORDER BY
-# over files: the scan stops as soon as `limit` lines are found instead of reading every
-# candidate file first (a common word matches most files); the caller sorts what it got.
-# `{file_match}` narrows files through the trigram index; `{line_match}` picks their lines.
+# Rows as `rows.LineMatch`: matching lines of the text blocks that match, at most `limit`
+# (the caller asks one more than it shows, to know whether the list is complete). Blocks hold
+# whole lines, so each line is in exactly one block and is found once; its number is the
+# block's first line plus its place in the block. No ORDER BY: the scan stops as soon as
+# `limit` lines are found instead of reading every candidate block first (a common word
+# matches most of them); the caller sorts what it got. `{block_match}` narrows blocks through
+# the trigram index; `{line_match}` picks their lines.
 _GREP = (
     """
-SELECT m.repo, m.path, x.n::int AS line, left(x.l, %(max_line_chars)s) AS text
-  FROM (SELECT f.id, f.repo, f.path, t.content
-          FROM {{schema}}.rag_file_text t
-          JOIN {{schema}}.rag_file f ON f.id = t.file_id
-         WHERE {file_match}
+SELECT m.repo, m.path, (m.start_line + x.n - 1)::int AS line,
+       left(x.l, %(max_line_chars)s) AS text
+  FROM (SELECT f.id, f.repo, f.path, b.start_line, b.content
+          FROM {{schema}}.rag_text_block b
+          JOIN {{schema}}.rag_file f ON f.id = b.file_id
+         WHERE {block_match}
 """
     + _SEARCH_FILTERS
     + """
@@ -443,16 +452,17 @@ _TEXT_MATCH = {
 # find_references: the lines where a symbol of that name is defined are not references to it.
 _NOT_A_DEFINITION = """
    AND NOT EXISTS (SELECT 1 FROM {schema}.rag_symbol s
-                    WHERE s.file_id = m.id AND s.signature_line = x.n AND s.name = %(name)s)
+                    WHERE s.file_id = m.id AND s.signature_line = m.start_line + x.n - 1
+                      AND s.name = %(name)s)
 """
 
 
-def grep(file_op: str, line_op: str, *, exclude_definitions: bool = False) -> str:
-    """Matching lines: files chosen by `%(file_pattern)s` with `file_op`, lines by
+def grep(block_op: str, line_op: str, *, exclude_definitions: bool = False) -> str:
+    """Matching lines: blocks chosen by `%(block_pattern)s` with `block_op`, lines by
     `%(line_pattern)s` with `line_op` (keys of the text matches above), definition lines of
     `%(name)s` left out when asked."""
     return _GREP.format(
-        file_match=_TEXT_MATCH[file_op].format(col="t.content", param="file_pattern"),
+        block_match=_TEXT_MATCH[block_op].format(col="b.content", param="block_pattern"),
         line_match=_TEXT_MATCH[line_op].format(col="x.l", param="line_pattern"),
         exclude=_NOT_A_DEFINITION if exclude_definitions else "",
     )

@@ -34,6 +34,11 @@ from indexer.rows import (
 
 Conn = psycopg.Connection[Any]
 
+# The size of a block of exact text (see `text_rows`): small enough that a trigram index
+# re-check reads a few hundred bytes to a couple of KB, large enough to keep the row count down.
+TEXT_BLOCK_CHARS = 2000
+TEXT_BLOCK_LINES = 64
+
 
 def typed_rows(conn: Conn, cls: type[Any], query: Any, params: Any = None, **kw: Any) -> list[Any]:
     """Every row of `query` as a `cls` (a dataclass whose fields are the selected columns)."""
@@ -291,13 +296,33 @@ def upsert_file(
             statement(sql.DELETE_CHUNKS_FROM, project), {"file_id": file_id, "n": len(chunks)}
         )
         _replace_symbols(conn, project, file_id, symbols)
-        if text is None:
-            conn.execute(statement(sql.DELETE_FILE_TEXT, project), {"file_id": file_id})
-        else:
-            conn.execute(
-                statement(sql.UPSERT_FILE_TEXT, project), {"file_id": file_id, "content": text}
-            )
+        conn.execute(statement(sql.DELETE_FILE_TEXT, project), {"file_id": file_id})
+        blocks = text_rows(file_id, text) if text else []
+        if blocks:
+            with conn.cursor() as cur, cur.copy(statement(sql.COPY_FILE_TEXT, project)) as copy:
+                for block in blocks:
+                    copy.write_row(block)
     return file_id
+
+
+def text_rows(file_id: int, text: str) -> list[tuple[Any, ...]]:
+    """The rows of `sql.FILE_TEXT_TABLE` for one file's text, in `sql.FILE_TEXT_COLUMNS`
+    order: (file_id, start_line, content), blocks of whole lines (LF-separated, no trailing
+    newline) of up to `TEXT_BLOCK_CHARS` characters and `TEXT_BLOCK_LINES` lines; a longer
+    line is a block of its own, never split. Line N of the file is line N of the chunks."""
+    lines = text.split("\n")
+    if lines[-1] == "":
+        lines.pop()  # the newline that ends the last line starts no line of its own
+    rows: list[tuple[Any, ...]] = []
+    first = size = 0
+    for i, line in enumerate(lines):
+        if i > first and (size + len(line) >= TEXT_BLOCK_CHARS or i - first >= TEXT_BLOCK_LINES):
+            rows.append((file_id, first + 1, "\n".join(lines[first:i])))
+            first, size = i, 0
+        size += len(line) + 1
+    if first < len(lines):
+        rows.append((file_id, first + 1, "\n".join(lines[first:])))
+    return rows
 
 
 def _replace_symbols(conn: Conn, project: str, file_id: int, symbols: Sequence[SymbolRow]) -> None:

@@ -1,11 +1,11 @@
 """Exact-text navigation: every line that says X (`grep`) and every use of an identifier
 (`find_references`), over the indexed text of each file.
 
-A pg_trgm index over whole files picks the files that can match, then their lines are matched
-one by one in PostgreSQL, so a literal means the same here as in the database and a regex is
-PostgreSQL's (ARE) syntax, checked before it runs. Answers are bounded three ways: a result cap
-(one more row is read to know whether the list is `complete`), a statement timeout, and a cap
-on each line's length.
+A pg_trgm index over blocks of whole lines (`store.text_rows`) picks the blocks that can
+match, then their lines are matched one by one in PostgreSQL, so a literal means the same here
+as in the database and a regex is PostgreSQL's (ARE) syntax, checked before it runs. Answers
+are bounded three ways: a result cap (one more row is read to know whether the list is
+`complete`), a statement timeout, and a cap on each line's length.
 """
 
 from __future__ import annotations
@@ -93,12 +93,12 @@ def grep(
     }
     if regex:
         op = "regex" if case_sensitive else "iregex"
-        # Newline-sensitive over the whole file, so `^` and `$` mean a line's edges there too.
-        params["file_pattern"] = "(?n)" + pattern
+        # Newline-sensitive over a block, so `^` and `$` mean a line's edges there too.
+        params["block_pattern"] = "(?n)" + pattern
         params["line_pattern"] = pattern
     else:
         op = "like" if case_sensitive else "ilike"
-        params["file_pattern"] = params["line_pattern"] = "%" + store.like_escape(pattern) + "%"
+        params["block_pattern"] = params["line_pattern"] = "%" + store.like_escape(pattern) + "%"
     with db.reading(f"searching the text of {project.name}", timeout_ms=GREP_TIMEOUT_MS) as conn:
         if regex:
             lookup.check_regex(conn, pattern)
@@ -152,7 +152,7 @@ def find_references(
         "name": name,
     }
     with db.reading(f"finding references in {project.name}", timeout_ms=GREP_TIMEOUT_MS) as conn:
-        # Files through the trigram index on the literal, lines by the whole-word regex.
+        # Blocks through the trigram index on the literal, lines by the whole-word regex.
         rows = lookup.grep_lines(
             conn,
             project.name,
@@ -160,7 +160,7 @@ def find_references(
             "regex",
             {
                 **params,
-                "file_pattern": "%" + store.like_escape(name) + "%",
+                "block_pattern": "%" + store.like_escape(name) + "%",
                 "line_pattern": word_regex(name),
             },
             exclude_definitions=True,

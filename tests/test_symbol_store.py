@@ -125,11 +125,12 @@ def test_an_index_from_before_the_symbol_table_fills_it_without_re_embedding(
     # Stage an index as an older release left it: no symbol table, the previous chunker.
     sweep(database, project, embedder)
     execute(conn, project.name, "DROP TABLE {schema}.rag_symbol")
-    execute(conn, project.name, "DROP TABLE {schema}.rag_file_text")
+    execute(conn, project.name, "DROP TABLE {schema}.rag_text_block")
     execute(
         conn,
         project.name,
-        "DELETE FROM {schema}.rag_migration WHERE name IN ('m002_symbols', 'm003_file_text')",
+        "DELETE FROM {schema}.rag_migration"
+        " WHERE name IN ('m002_symbols', 'm003_file_text', 'm004_text_blocks')",
     )
     store.set_meta(conn, project.name, "chunker_version", 1)
     conn.commit()
@@ -142,14 +143,15 @@ def test_an_index_from_before_the_symbol_table_fills_it_without_re_embedding(
 
 
 def file_text(conn: Conn, project: str, path: str) -> str | None:
-    row = conn.execute(
+    """The file's text put back together from its blocks (each line ends in a newline)."""
+    rows = conn.execute(
         psycopg.sql.SQL(
-            "SELECT t.content FROM {s}.rag_file_text t JOIN {s}.rag_file f ON f.id = t.file_id"
-            " WHERE f.path = %(path)s"
+            "SELECT b.content FROM {s}.rag_text_block b JOIN {s}.rag_file f ON f.id = b.file_id"
+            " WHERE f.path = %(path)s ORDER BY b.start_line"
         ).format(s=psycopg.sql.Identifier(project)),
         {"path": path},
-    ).fetchone()
-    return None if row is None else str(row[0])
+    ).fetchall()
+    return "".join(str(r[0]) + "\n" for r in rows) if rows else None
 
 
 def test_each_file_keeps_its_text_as_the_chunker_read_it(
