@@ -139,8 +139,9 @@ def build_scaled(db: Database, copies: int) -> None:
                     " parent) SELECT file_id + %(off)s, ordinal, chunk_id + %(off)s, name,"
                     " qualified_name, kind, start_line, end_line, signature_line, signature,"
                     " parent FROM {s}.rag_symbol",
-                    "INSERT INTO {d}.rag_text_block (file_id, start_line, content)"
-                    " SELECT file_id + %(off)s, start_line, content FROM {s}.rag_text_block",
+                    "INSERT INTO {d}.rag_text_block (file_id, start_line, content, spelled)"
+                    " SELECT file_id + %(off)s, start_line, content, spelled"
+                    " FROM {s}.rag_text_block",
                 ]
                 for text in statements:
                     conn.execute(pgsql.SQL(text).format(d=d, s=s), off)
@@ -154,7 +155,7 @@ def build_scaled(db: Database, copies: int) -> None:
             for step in sql.CREATE_TRGM:
                 conn.execute(store.statement(step, SCALED))
         with conn.transaction():
-            for table in ("rag_file", "rag_chunk", "rag_symbol", "rag_text_block"):
+            for table in ("rag_file", "rag_chunk", "rag_symbol", "rag_text_block", "rag_name"):
                 conn.execute(pgsql.SQL("ANALYZE {}").format(pgsql.Identifier(SCALED, table)))
         print(f"indexes and statistics in {time.perf_counter() - t:.0f} s")
 
@@ -239,7 +240,8 @@ def part2(db: Database, target: int, queries: int) -> None:
                 " (SELECT count(*) FROM {d}.rag_text_block),"
                 " (SELECT pg_size_pretty(sum(pg_total_relation_size(c.oid))) FROM pg_class c"
                 "   JOIN pg_namespace n ON n.oid = c.relnamespace"
-                "  WHERE n.nspname = %(n)s AND c.relname IN ('rag_symbol', 'rag_text_block')),"
+                "  WHERE n.nspname = %(n)s"
+                "    AND c.relname IN ('rag_symbol', 'rag_text_block', 'rag_name')),"
                 " (SELECT pg_size_pretty(pg_total_relation_size('{n}.rag_chunk'::regclass)))"
             ).format(d=pgsql.Identifier(SCALED), n=pgsql.SQL(SCALED)),
             {"n": SCALED},
@@ -247,7 +249,7 @@ def part2(db: Database, target: int, queries: int) -> None:
     assert counts is not None
     print(
         f"{counts[0]:,} chunks, {counts[1]:,} symbols, {counts[2]:,} files with text in "
-        f"{counts[3]:,} blocks; rag_symbol + rag_text_block take {counts[4]} "
+        f"{counts[3]:,} blocks; rag_symbol + rag_text_block + rag_name take {counts[4]} "
         f"(rag_chunk: {counts[5]})"
     )
     roots = tuple(Root(HERE, f"{p}_{k}") for p in CORPUS for k in range(copies))

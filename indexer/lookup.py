@@ -112,6 +112,13 @@ def find_symbols(
     )
 
 
+def fuzzy_symbols(conn: Conn, project: str, params: Mapping[str, Any]) -> list[SymbolHit]:
+    """Definitions whose name is like `params["name"]` (pg_trgm similarity), most similar first
+    (see `sql.FIND_SYMBOLS_FUZZY`). Never prepared: how many names match decides the plan."""
+    query = statement(sql.FIND_SYMBOLS_FUZZY, project)
+    return typed_rows(conn, SymbolHit, query, params, prepare=False)
+
+
 def indexed_file(conn: Conn, project: str, repo: str, path: str) -> IndexedFile | None:
     found = typed_rows(
         conn, IndexedFile, statement(sql.INDEXED_FILE, project), {"repo": repo, "path": path}

@@ -108,28 +108,69 @@ M003_FILE_TEXT = [
 ]
 
 # Exact text in blocks of whole lines (`store.text_rows`: up to ~2,000 characters or 64 lines,
-# never a split line) instead of whole files: the trigram index then proposes blocks, and a
+# never a split line) instead of whole files: a trigram index then proposes blocks, and a
 # re-check reads a block, not a file. `start_line` is the block's first line in the file.
+# `spelled` is `content` with blanks and ASCII punctuation spelled as letters
+# (`store.spelled`): pg_trgm builds trigrams from words only, so over `content` a literal such
+# as `s.get(` narrows nothing beyond "s" and "get"; over `spelled` it is one word whose
+# trigrams span its punctuation. Literals search `spelled`; regexes search `content`.
 # The file texts are dropped with their table; forgetting the chunker version makes the next
 # sweep read every file again and write its blocks (its chunks' vectors come from the
-# content-hash cache: nothing is embedded again). Fuzzy names move to a GiST trigram index,
-# which hands out the nearest names first (ORDER BY <->), so a LIMIT stops the scan.
+# content-hash cache: nothing is embedded again).
+# Fuzzy names: the distinct lower-cased symbol names (`rag_name`, a fraction of the symbols,
+# each row a few bytes) carry the trigram index instead of `rag_symbol`, kept in step by
+# statement triggers whoever writes the symbols (row by row or COPY): a name is added with its
+# first symbol and removed with its last.
 M004_TEXT_BLOCKS = [
     """
     CREATE TABLE {schema}.rag_text_block (
         file_id bigint NOT NULL REFERENCES {schema}.rag_file (id) ON DELETE CASCADE,
         start_line integer NOT NULL CHECK (start_line >= 1),
         content text NOT NULL,
+        spelled text NOT NULL,
         PRIMARY KEY (file_id, start_line)
     )
     """,
     "CREATE INDEX rag_text_block_trgm ON {schema}.rag_text_block USING gin (content gin_trgm_ops)",
+    """
+    CREATE INDEX rag_text_block_spelled_trgm
+        ON {schema}.rag_text_block USING gin (spelled gin_trgm_ops)
+    """,
     "DROP TABLE {schema}.rag_file_text",
     "DELETE FROM {schema}.rag_meta WHERE key = 'chunker_version'",
     "DROP INDEX {schema}.rag_symbol_name_trgm",
+    "CREATE TABLE {schema}.rag_name (name text PRIMARY KEY)",
+    "INSERT INTO {schema}.rag_name (name) SELECT DISTINCT lower(name) FROM {schema}.rag_symbol",
+    "CREATE INDEX rag_name_trgm ON {schema}.rag_name USING gin (name gin_trgm_ops)",
     """
-    CREATE INDEX rag_symbol_name_trgm
-        ON {schema}.rag_symbol USING gist (lower(name) gist_trgm_ops)
+    CREATE FUNCTION {schema}.rag_name_add() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+        INSERT INTO {schema}.rag_name (name)
+        SELECT DISTINCT lower(a.name) FROM added a
+        ON CONFLICT DO NOTHING;
+        RETURN NULL;
+    END
+    $$
+    """,
+    """
+    CREATE TRIGGER rag_symbol_name_add AFTER INSERT ON {schema}.rag_symbol
+        REFERENCING NEW TABLE AS added
+        FOR EACH STATEMENT EXECUTE FUNCTION {schema}.rag_name_add()
+    """,
+    """
+    CREATE FUNCTION {schema}.rag_name_drop() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+        DELETE FROM {schema}.rag_name r
+         WHERE r.name IN (SELECT lower(d.name) FROM dropped d)
+           AND NOT EXISTS (SELECT 1 FROM {schema}.rag_symbol s WHERE lower(s.name) = r.name);
+        RETURN NULL;
+    END
+    $$
+    """,
+    """
+    CREATE TRIGGER rag_symbol_name_drop AFTER DELETE ON {schema}.rag_symbol
+        REFERENCING OLD TABLE AS dropped
+        FOR EACH STATEMENT EXECUTE FUNCTION {schema}.rag_name_drop()
     """,
 ]
 

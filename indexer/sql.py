@@ -89,13 +89,15 @@ ANALYZE_CHUNKS = "ANALYZE {schema}.rag_chunk"
 # migrations create them under the same names).
 DROP_TRGM = [
     "DROP INDEX IF EXISTS {schema}.rag_text_block_trgm",
-    "DROP INDEX IF EXISTS {schema}.rag_symbol_name_trgm",
+    "DROP INDEX IF EXISTS {schema}.rag_text_block_spelled_trgm",
+    "DROP INDEX IF EXISTS {schema}.rag_name_trgm",
 ]
 CREATE_TRGM = [
     "CREATE INDEX IF NOT EXISTS rag_text_block_trgm"
     " ON {schema}.rag_text_block USING gin (content gin_trgm_ops)",
-    "CREATE INDEX IF NOT EXISTS rag_symbol_name_trgm"
-    " ON {schema}.rag_symbol USING gist (lower(name) gist_trgm_ops)",
+    "CREATE INDEX IF NOT EXISTS rag_text_block_spelled_trgm"
+    " ON {schema}.rag_text_block USING gin (spelled gin_trgm_ops)",
+    "CREATE INDEX IF NOT EXISTS rag_name_trgm ON {schema}.rag_name USING gin (name gin_trgm_ops)",
 ]
 CREATE_HNSW = """
 CREATE INDEX IF NOT EXISTS rag_chunk_embedding_hnsw
@@ -144,7 +146,7 @@ ON CONFLICT (file_id, ordinal) DO UPDATE
 # Each file's text for exact-text search, in blocks of whole lines: the rows come from
 # `store.text_rows`, in this column order, for every writer (row by row or COPY).
 FILE_TEXT_TABLE = "rag_text_block"
-FILE_TEXT_COLUMNS = ("file_id", "start_line", "content")
+FILE_TEXT_COLUMNS = ("file_id", "start_line", "content", "spelled")
 COPY_FILE_TEXT = (
     "COPY {schema}." + FILE_TEXT_TABLE + " (" + ", ".join(FILE_TEXT_COLUMNS) + ") FROM STDIN"
 )
@@ -386,17 +388,33 @@ _SYMBOL_WHERE = {
     f" AND ({_DOTTED} = %(dotted)s OR {_DOTTED} LIKE %(dotted_tail)s)",
     "prefix": "lower(s.name) LIKE %(prefix)s",
     "prefix_qualified": "lower(s.qualified_name) LIKE %(prefix)s",
-    # pg_trgm's similarity (share of trigrams in common) above its threshold (0.3).
-    "fuzzy": "lower(s.name) %% lower(%(name)s)",
 }
 _SYMBOL_ORDER = {
     "exact": "length(s.qualified_name)",
     # The index's own order (text_pattern_ops sorts with ~<~), so a LIMIT stops the scan early.
     "prefix": "lower(s.name) USING ~<~",
-    # Trigram distance (1 - similarity), the GiST index's own order: the nearest names come
-    # first out of the index and a LIMIT stops the scan; ties by length, then by place.
-    "fuzzy": "lower(s.name) <-> lower(%(name)s), length(s.name)",
 }
+# Fuzzy: the distinct names whose pg_trgm similarity (share of trigrams in common) is above its
+# threshold (0.3), found and ranked in the small `rag_name` table, most similar first, then
+# their definitions: ties by length, then by place.
+FIND_SYMBOLS_FUZZY = (
+    """
+SELECT s.name, s.qualified_name, s.kind, f.language, f.repo, f.path, s.start_line, s.end_line,
+       s.signature, s.chunk_id
+  FROM (SELECT r.name, similarity(r.name, lower(%(name)s)) AS sim
+          FROM {schema}.rag_name r
+         WHERE r.name %% lower(%(name)s)
+         ORDER BY sim DESC, length(r.name)) AS n
+  JOIN {schema}.rag_symbol s ON lower(s.name) = n.name
+  JOIN {schema}.rag_file f ON f.id = s.file_id
+ WHERE (%(kind)s::text IS NULL OR s.kind = %(kind)s)
+"""
+    + _SEARCH_FILTERS
+    + """
+ ORDER BY n.sim DESC, length(n.name), f.repo, f.path, s.start_line
+ LIMIT %(limit)s
+"""
+)
 
 
 def find_symbols(where: str, order: str) -> str:
@@ -424,7 +442,7 @@ SELECT name, qualified_name, kind, start_line, end_line, signature, parent
 # block's first line plus its place in the block. No ORDER BY: the scan stops as soon as
 # `limit` lines are found instead of reading every candidate block first (a common word
 # matches most of them); the caller sorts what it got. `{block_match}` narrows blocks through
-# the trigram index; `{line_match}` picks their lines.
+# a trigram index (a literal: `spelled`; a regex: `content`); `{line_match}` picks their lines.
 _GREP = (
     """
 SELECT m.repo, m.path, (m.start_line + x.n - 1)::int AS line,
@@ -458,11 +476,12 @@ _NOT_A_DEFINITION = """
 
 
 def grep(block_op: str, line_op: str, *, exclude_definitions: bool = False) -> str:
-    """Matching lines: blocks chosen by `%(block_pattern)s` with `block_op`, lines by
-    `%(line_pattern)s` with `line_op` (keys of the text matches above), definition lines of
-    `%(name)s` left out when asked."""
+    """Matching lines: blocks chosen by `%(block_pattern)s` with `block_op` (over `spelled`
+    for LIKE, `content` for a regex), lines by `%(line_pattern)s` with `line_op` (keys of the
+    text matches above), definition lines of `%(name)s` left out when asked."""
+    column = "b.spelled" if block_op in ("like", "ilike") else "b.content"
     return _GREP.format(
-        block_match=_TEXT_MATCH[block_op].format(col="b.content", param="block_pattern"),
+        block_match=_TEXT_MATCH[block_op].format(col=column, param="block_pattern"),
         line_match=_TEXT_MATCH[line_op].format(col="x.l", param="line_pattern"),
         exclude=_NOT_A_DEFINITION if exclude_definitions else "",
     )

@@ -38,6 +38,10 @@ Conn = psycopg.Connection[Any]
 # re-check reads a few hundred bytes to a couple of KB, large enough to keep the row count down.
 TEXT_BLOCK_CHARS = 2000
 TEXT_BLOCK_LINES = 64
+# Blanks and ASCII punctuation, each spelled as its own lower-case Cyrillic letter in a block's
+# `spelled` column and in the literals searched there (see `spelled`).
+_SPELLED_FROM = " \t!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~"
+_SPELLING = str.maketrans(_SPELLED_FROM, "".join(chr(0x430 + i) for i in range(34)))
 
 
 def typed_rows(conn: Conn, cls: type[Any], query: Any, params: Any = None, **kw: Any) -> list[Any]:
@@ -305,11 +309,20 @@ def upsert_file(
     return file_id
 
 
+def spelled(text: str) -> str:
+    """`text` with blanks and ASCII punctuation spelled as letters, one letter each. pg_trgm
+    takes trigrams from runs of letters and digits only; spelled, `x.get(` is one run whose
+    trigrams span the dot and the parenthesis. Character for character, so text holding a
+    literal still holds it spelled: a search of spelled text can only propose too much."""
+    return text.translate(_SPELLING)
+
+
 def text_rows(file_id: int, text: str) -> list[tuple[Any, ...]]:
     """The rows of `sql.FILE_TEXT_TABLE` for one file's text, in `sql.FILE_TEXT_COLUMNS`
-    order: (file_id, start_line, content), blocks of whole lines (LF-separated, no trailing
-    newline) of up to `TEXT_BLOCK_CHARS` characters and `TEXT_BLOCK_LINES` lines; a longer
-    line is a block of its own, never split. Line N of the file is line N of the chunks."""
+    order: (file_id, start_line, content, spelled content), blocks of whole lines
+    (LF-separated, no trailing newline) of up to `TEXT_BLOCK_CHARS` characters and
+    `TEXT_BLOCK_LINES` lines; a longer line is a block of its own, never split. Line N of the
+    file is line N of the chunks."""
     lines = text.split("\n")
     if lines[-1] == "":
         lines.pop()  # the newline that ends the last line starts no line of its own
@@ -317,11 +330,13 @@ def text_rows(file_id: int, text: str) -> list[tuple[Any, ...]]:
     first = size = 0
     for i, line in enumerate(lines):
         if i > first and (size + len(line) >= TEXT_BLOCK_CHARS or i - first >= TEXT_BLOCK_LINES):
-            rows.append((file_id, first + 1, "\n".join(lines[first:i])))
+            block = "\n".join(lines[first:i])
+            rows.append((file_id, first + 1, block, spelled(block)))
             first, size = i, 0
         size += len(line) + 1
     if first < len(lines):
-        rows.append((file_id, first + 1, "\n".join(lines[first:])))
+        block = "\n".join(lines[first:])
+        rows.append((file_id, first + 1, block, spelled(block)))
     return rows
 
 

@@ -149,7 +149,7 @@ def find_symbol(
             return SymbolMatches(found, "prefix")
         if len(last) < MIN_FUZZY_CHARS:
             return SymbolMatches([], "fuzzy")
-        found = lookup.find_symbols(conn, project.name, "fuzzy", "fuzzy", {**params, "name": last})
+        found = lookup.fuzzy_symbols(conn, project.name, {**params, "name": last})
     return SymbolMatches(found, "fuzzy")
 
 

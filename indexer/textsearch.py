@@ -1,11 +1,12 @@
 """Exact-text navigation: every line that says X (`grep`) and every use of an identifier
 (`find_references`), over the indexed text of each file.
 
-A pg_trgm index over blocks of whole lines (`store.text_rows`) picks the blocks that can
-match, then their lines are matched one by one in PostgreSQL, so a literal means the same here
-as in the database and a regex is PostgreSQL's (ARE) syntax, checked before it runs. Answers
-are bounded three ways: a result cap (one more row is read to know whether the list is
-`complete`), a statement timeout, and a cap on each line's length.
+A pg_trgm index over blocks of whole lines (`store.text_rows`; for a literal, over their
+spelled form, whose trigrams span punctuation) picks the blocks that can match, then their
+lines are matched one by one in PostgreSQL, so a literal means the same here as in the
+database and a regex is PostgreSQL's (ARE) syntax, checked before it runs. Answers are bounded
+three ways: a result cap (one more row is read to know whether the list is `complete`), a
+statement timeout, and a cap on each line's length.
 """
 
 from __future__ import annotations
@@ -98,7 +99,9 @@ def grep(
         params["line_pattern"] = pattern
     else:
         op = "like" if case_sensitive else "ilike"
-        params["block_pattern"] = params["line_pattern"] = "%" + store.like_escape(pattern) + "%"
+        # Spelled, a literal holds no LIKE wildcard or escape: `%`, `_` and `\` are letters.
+        params["block_pattern"] = "%" + store.spelled(pattern) + "%"
+        params["line_pattern"] = "%" + store.like_escape(pattern) + "%"
     with db.reading(f"searching the text of {project.name}", timeout_ms=GREP_TIMEOUT_MS) as conn:
         if regex:
             lookup.check_regex(conn, pattern)
@@ -160,7 +163,7 @@ def find_references(
             "regex",
             {
                 **params,
-                "block_pattern": "%" + store.like_escape(name) + "%",
+                "block_pattern": "%" + store.spelled(name) + "%",
                 "line_pattern": word_regex(name),
             },
             exclude_definitions=True,

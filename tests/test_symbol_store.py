@@ -126,6 +126,8 @@ def test_an_index_from_before_the_symbol_table_fills_it_without_re_embedding(
     sweep(database, project, embedder)
     execute(conn, project.name, "DROP TABLE {schema}.rag_symbol")
     execute(conn, project.name, "DROP TABLE {schema}.rag_text_block")
+    execute(conn, project.name, "DROP TABLE {schema}.rag_name")
+    execute(conn, project.name, "DROP FUNCTION {schema}.rag_name_add, {schema}.rag_name_drop")
     execute(
         conn,
         project.name,
@@ -167,3 +169,29 @@ def test_each_file_keeps_its_text_as_the_chunker_read_it(
     sweep(database, project, embedder)
     assert file_text(conn, project.name, "crlf.py") is None
     conn.rollback()
+
+
+def fuzzy_names(conn: Conn, project: str) -> set[str]:
+    rows = conn.execute(
+        psycopg.sql.SQL("SELECT name FROM {}.rag_name").format(psycopg.sql.Identifier(project))
+    ).fetchall()
+    conn.rollback()
+    return {str(r[0]) for r in rows}
+
+
+def test_the_names_for_fuzzy_look_up_follow_the_symbols(
+    database: Database, conn: Conn, project: Project, tree: Path, embedder: Any
+) -> None:
+    # Each distinct name, lower-cased, while at least one symbol carries it; no other.
+    (tree / "other.py").write_text("class CART:\n    def total(self):\n        return 0\n")
+    sweep(database, project, embedder)
+    assert fuzzy_names(conn, project.name) == {"cart", "add", "total", "checkout"}
+    (tree / "cart.py").write_text(SHOP.replace("def total(self)", "def grand_total(self)"))
+    sweep(database, project, embedder)
+    assert fuzzy_names(conn, project.name) == {"cart", "add", "total", "grand_total", "checkout"}
+    (tree / "other.py").unlink()
+    sweep(database, project, embedder)
+    assert fuzzy_names(conn, project.name) == {"cart", "add", "grand_total", "checkout"}
+    (tree / "cart.py").unlink()
+    sweep(database, project, embedder)
+    assert fuzzy_names(conn, project.name) == set()

@@ -54,6 +54,10 @@ FILES: dict[str, bytes] = {
     "no_final_newline.py": b"a = 1\nb = needle",
     "latin1.txt": b"caf\xe9 au lait\nneedle here\n\xff\xfe needle\n",
     "empty.txt": b"",
+    # Cyrillic letters stand for blanks and punctuation in the spelled text a literal is
+    # searched in: "и в" spelled is "иав", which line 1 holds as written.
+    "cyrillic.txt": "иав\nи в\n".encode(),
+    "specials.txt": b"100% sure\\thing\n100_ sure\n",
 }
 
 
@@ -105,13 +109,14 @@ def found(result: Any) -> list[tuple[str, int, str]]:
 def blocks(conn: Conn, project: str, path: str) -> list[tuple[int, str]]:
     rows = conn.execute(
         psycopg.sql.SQL(
-            "SELECT b.start_line, b.content FROM {s}.rag_text_block b"
+            "SELECT b.start_line, b.content, b.spelled FROM {s}.rag_text_block b"
             " JOIN {s}.rag_file f ON f.id = b.file_id"
             " WHERE f.path = %(path)s ORDER BY b.start_line"
         ).format(s=psycopg.sql.Identifier(project)),
         {"path": path},
     ).fetchall()
     conn.rollback()
+    assert all(len(r[2]) == len(r[1]) for r in rows)  # spelled character for character
     return [(int(r[0]), str(r[1])) for r in rows]
 
 
@@ -125,8 +130,9 @@ def test_blocks_hold_each_line_once_in_order(
         # Put together in order, the blocks are the file's lines, each exactly once.
         assert [line for _, text in stored for line in text.split("\n")] == lines, path
         assert [start for start, _ in stored] == sorted({start for start, _ in stored})
-        for (start, text), after in zip(stored, [*stored[1:], (len(lines) + 1, "")], strict=True):
-            assert after[0] == start + text.count("\n") + 1, path
+        starts = [start for start, _ in stored] + [len(lines) + 1]
+        for i, (start, text) in enumerate(stored):
+            assert starts[i + 1] == start + text.count("\n") + 1, path
             # A block over the size is a single line that could not be split.
             assert len(text) <= store.TEXT_BLOCK_CHARS or "\n" not in text
     assert len(blocks(conn, project.name, "long.py")) > 10
@@ -170,6 +176,18 @@ def test_line_ends_a_missing_final_newline_and_bad_bytes(
     assert ("lone_cr.txt", 2, "two needle") in found(result)
     result = grep(database, project, "B = NEEDLE", case_sensitive=False)
     assert found(result) == [("no_final_newline.py", 2, "b = needle")]
+    assert found(grep(database, project, "и в")) == [("cyrillic.txt", 2, "и в")]
+    assert found(grep(database, project, "иав")) == [("cyrillic.txt", 1, "иав")]
+    assert found(grep(database, project, "И В", case_sensitive=False)) == [
+        ("cyrillic.txt", 2, "и в")
+    ]
+    # Punctuation, LIKE's own wildcards and its escape are plain characters.
+    literal = '= "needle x end"'
+    assert found(grep(database, project, literal)) == lines_where(lambda line: literal in line)
+    assert len(found(grep(database, project, literal))) == 5
+    assert found(grep(database, project, "0% s")) == [("specials.txt", 1, "100% sure\\thing")]
+    assert found(grep(database, project, "0_ s")) == [("specials.txt", 2, "100_ sure")]
+    assert found(grep(database, project, "e\\t")) == [("specials.txt", 1, "100% sure\\thing")]
     # An empty line matches `^$` where the file has one, and nowhere past a file's end.
     result = grep(database, project, "^$", regex=True, max_results=MAX_RESULTS)
     assert [(p, n) for p, n, _ in found(result) if p in short] == [("crlf.txt", 3)]
@@ -217,11 +235,14 @@ def test_an_index_from_before_the_blocks_fills_them_without_re_embedding(
     ollama_standin: OllamaStandin,
 ) -> None:
     # Stage an index as the previous release left it (through m003): each file's text in one
-    # row of rag_file_text, a GIN trigram index on symbol names, no text blocks.
+    # row of rag_file_text, a GIN trigram index on rag_symbol's names, no text blocks and no
+    # table of distinct names.
     sweep(database, project, embedder)
     chunks_before = file_chunks(conn, project.name, REPO, "long.py")
     execute(conn, project.name, "DROP TABLE {schema}.rag_text_block")
-    execute(conn, project.name, "DROP INDEX {schema}.rag_symbol_name_trgm")
+    execute(conn, project.name, "DROP TABLE {schema}.rag_name")
+    execute(conn, project.name, "DROP FUNCTION {schema}.rag_name_add CASCADE")
+    execute(conn, project.name, "DROP FUNCTION {schema}.rag_name_drop CASCADE")
     for step in [*migrations.M003_FILE_TEXT, migrations.M002_SYMBOLS[3]]:
         execute(conn, project.name, step)
     execute(
@@ -243,13 +264,12 @@ def test_an_index_from_before_the_blocks_fills_them_without_re_embedding(
         "SELECT tablename FROM pg_tables WHERE schemaname = %(s)s ORDER BY 1", {"s": project.name}
     ).fetchall()
     assert ("rag_file_text",) not in tables and ("rag_text_block",) in tables
-    method = conn.execute(
-        "SELECT am.amname FROM pg_class c JOIN pg_am am ON am.oid = c.relam"
-        " JOIN pg_namespace n ON n.oid = c.relnamespace"
-        " WHERE n.nspname = %(s)s AND c.relname = 'rag_symbol_name_trgm'",
-        {"s": project.name},
-    ).fetchone()
-    assert method == ("gist",)
+    names = conn.execute(
+        psycopg.sql.SQL("SELECT name FROM {}.rag_name ORDER BY name").format(
+            psycopg.sql.Identifier(project.name)
+        )
+    ).fetchall()
+    assert [n for (n,) in names] == ["needle"]  # the one definition of the staged files
     conn.rollback()
     result = grep(database, project, "needle", max_results=MAX_RESULTS)
     assert [(p, n) for p, n, _ in found(result)] == [
