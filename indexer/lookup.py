@@ -114,7 +114,9 @@ def find_symbols(
 
 def fuzzy_symbols(conn: Conn, project: str, params: Mapping[str, Any]) -> list[SymbolHit]:
     """Definitions whose name is like `params["name"]` (pg_trgm similarity), most similar first
-    (see `sql.FIND_SYMBOLS_FUZZY`). Never prepared: how many names match decides the plan."""
+    (see `sql.FIND_SYMBOLS_FUZZY`). Never prepared: how many names match decides the plan.
+    Call inside a transaction: the planner setting made here lasts until it ends."""
+    conn.execute(sql.PREFER_INDEX_SCANS)
     query = statement(sql.FIND_SYMBOLS_FUZZY, project)
     return typed_rows(conn, SymbolHit, query, params, prepare=False)
 

@@ -394,6 +394,9 @@ _SYMBOL_ORDER = {
     # The index's own order (text_pattern_ops sorts with ~<~), so a LIMIT stops the scan early.
     "prefix": "lower(s.name) USING ~<~",
 }
+# A long name has many trigrams, and the planner then prices the trigram index above reading
+# every name, which costs ~10 µs a name; within the look-up's transaction only.
+PREFER_INDEX_SCANS = "SELECT set_config('enable_seqscan', 'off', true)"
 # Fuzzy: the distinct names whose pg_trgm similarity (share of trigrams in common) is above its
 # threshold (0.3), found and ranked in the small `rag_name` table, most similar first, then
 # their definitions: ties by length, then by place.
