@@ -146,6 +146,9 @@ INSERT INTO {schema}.rag_file_text (file_id, content) VALUES (%(file_id)s, %(con
 ON CONFLICT (file_id) DO UPDATE SET content = EXCLUDED.content
 """
 DELETE_FILE_TEXT = "DELETE FROM {schema}.rag_file_text WHERE file_id = %(file_id)s"
+# Each file's text is stored as the rows `store.text_rows` makes, in these columns.
+FILE_TEXT_TABLE = "rag_file_text"
+FILE_TEXT_COLUMNS = ("file_id", "content")
 DELETE_SYMBOLS = "DELETE FROM {schema}.rag_symbol WHERE file_id = %(file_id)s"
 # One statement per file: the symbols as parallel arrays, each joined to its chunk's id.
 INSERT_SYMBOLS = """
