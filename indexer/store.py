@@ -199,7 +199,17 @@ def build_bulk_indexes(
 ) -> None:
     """(Re)build the HNSW, trigram, keyword and symbol indexes where missing, with `memory`
     as maintenance_work_mem and at most `workers` parallel workers per build (None: the
-    server's setting)."""
+    server's setting). A parallel build that finds no room in shared memory (a small
+    /dev/shm) is done again without workers."""
+    try:
+        _build_indexes(conn, project, memory, workers)
+    except psycopg.errors.DiskFull:
+        if workers == 0:
+            raise
+        _build_indexes(conn, project, memory, 0)
+
+
+def _build_indexes(conn: Conn, project: str, memory: str, workers: int | None) -> None:
     with conn.transaction():
         conn.execute(sql.SET_BUILD_MEMORY, {"mem": memory})
         if workers is not None:
