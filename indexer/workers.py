@@ -127,7 +127,10 @@ class ProcessMap:
 
     def close(self) -> None:
         for worker in self._workers:
-            worker.stop()
+            if worker.index is None:
+                worker.stop()
+            else:  # busy with an item nobody waits for any more
+                worker.kill()
         self._workers = []
 
     def imap(self, items: Iterable[Any], failed: Callable[[Any, str], Any]) -> Iterator[Any]:
