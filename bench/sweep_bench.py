@@ -8,6 +8,10 @@ very same chunk texts (target: sweep <= 1.15 x embedding alone).
 
     .venv/bin/python bench/sweep_bench.py                  # both parts, 3 runs each
     .venv/bin/python bench/sweep_bench.py --part 1 --runs 5
+
+Part 1 also times reading and chunking the same files alone in this process (one core), and
+(`--old-runs`, default 1) a first sweep through the row-by-row path with parsing in one thread,
+side by side in the same run.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ import time
 import zlib
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -37,7 +42,7 @@ from indexer.embed import EmbedBatchResult, EmbeddingModel  # noqa: E402
 from indexer.embedders import make_embedder  # noqa: E402
 from indexer.project import Project, Root  # noqa: E402
 from indexer.sweep import SweepOptions, sweep_project  # noqa: E402
-from indexer.walk import walk_project  # noqa: E402
+from indexer.walk import Candidate, walk_project  # noqa: E402
 
 SITE = (
     Path(sys.prefix)
@@ -56,9 +61,9 @@ class ZeroCostEmbedder:
 
     identity = EmbeddingModel("bench", "zero-cost", DIM)
 
-    def _vector(self, text: str) -> list[float]:
+    def _vector(self, text: str) -> Any:
         v = np.random.default_rng(zlib.crc32(text.encode())).standard_normal(DIM)
-        return list(v / np.linalg.norm(v))
+        return (v / np.linalg.norm(v)).astype(np.float32)
 
     def embed_documents(
         self, texts: Sequence[str], labels: Sequence[str] | None = None
@@ -66,7 +71,7 @@ class ZeroCostEmbedder:
         return EmbedBatchResult(vectors=[self._vector(t) for t in texts], requests=1)
 
     def embed_query(self, text: str) -> list[float]:
-        return self._vector(text)
+        return list(self._vector(text))
 
     def close(self) -> None:
         pass
@@ -83,12 +88,23 @@ def fresh(db: Database, name: str) -> None:
             store.drop_project(conn, name)
 
 
-def part1(db: Database, runs: int) -> None:
+def chunk_alone(files: Sequence[Candidate]) -> float:
+    """Seconds to read and chunk `files` here, on one core: what parsing alone costs."""
+    t = time.perf_counter()
+    for cand in files:
+        chunk_file(cand.path, cand.absolute.read_bytes())
+    return time.perf_counter() - t
+
+
+def part1(db: Database, runs: int, old_runs: int) -> None:
     proj = project("bench_sweep", CORPUS)
-    files = len(walk_project(proj).files)
+    walked = walk_project(proj).files
+    files = len(walked)
     print(f"\n## Part 1: zero-cost embedder, {files:,} files in {', '.join(CORPUS)}")
-    first, unchanged, phases = [], [], []
+    print(f"load average at start: {os.getloadavg()}")
+    first, unchanged, phases, alone, old = [], [], [], [], []
     for run in range(runs):
+        alone.append(chunk_alone(walked))
         fresh(db, proj.name)
         report = sweep_project(db, proj, ZeroCostEmbedder(), SweepOptions())
         total = report.seconds["total"]
@@ -97,14 +113,38 @@ def part1(db: Database, runs: int) -> None:
         again = sweep_project(db, proj, ZeroCostEmbedder(), SweepOptions())
         unchanged.append(again.seconds["total"])
         print(
-            f"run {run + 1}: first {total:.1f} s ({report.files_changed / total:,.0f} files/s, "
-            f"{report.chunks_written:,} chunks), unchanged {again.seconds['total']:.2f} s "
-            f"({again.files_unchanged:,} unchanged, {again.embed_requests} embedding calls)"
+            f"run {run + 1}: chunking alone (one core) {alone[-1]:.1f} s; "
+            f"first {total:.1f} s ({report.files_changed / total:,.0f} files/s, "
+            f"{report.chunks_written:,} chunks, ratio {total / alone[-1]:.2f}), "
+            f"unchanged {again.seconds['total']:.2f} s "
+            f"({again.files_unchanged:,} unchanged, {again.embed_requests} embedding calls); "
+            f"load {os.getloadavg()[0]:.1f}"
         )
+        if run < old_runs:
+            fresh(db, proj.name)
+            options = SweepOptions(bulk_load=False, prepare_workers=0)
+            before = sweep_project(db, proj, ZeroCostEmbedder(), options).seconds
+            old.append(before["total"])
+            print(
+                f"run {run + 1}: row-by-row path, parsing in one thread: first {old[-1]:.1f} s "
+                f"(store {before.get('store', 0):.1f} s, "
+                f"index build {before.get('build_index', 0):.1f} s); "
+                f"load {os.getloadavg()[0]:.1f}"
+            )
     med = statistics.median(first)
     rate = files / med
     print(f"median first sweep: {med:.1f} s = {rate:,.0f} files/s = {60 * rate:,.0f} files/min")
     print(f"median unchanged sweep: {statistics.median(unchanged):.2f} s")
+    ratio = statistics.median([f / a for f, a in zip(first, alone, strict=True)])
+    print(
+        f"median chunking alone: {statistics.median(alone):.1f} s; median ratio first sweep / "
+        f"chunking alone: {ratio:.2f} (goal <= 1.3)"
+    )
+    if old:
+        print(
+            f"median row-by-row first sweep: {statistics.median(old):.1f} s; "
+            f"ratio to the bulk path: {statistics.median(old) / med:.2f}"
+        )
     keys = [
         "walk",
         "compare",
@@ -112,11 +152,17 @@ def part1(db: Database, runs: int) -> None:
         "chunk",
         "cache_lookup",
         "embed",
+        "copy",
         "store",
         "wait_prepare",
+        "build_index",
+        "analyze",
         "delete",
     ]
-    print("median seconds per phase (read/chunk/cache_lookup run in the preparation thread):")
+    print(
+        "median seconds per phase (read/chunk/cache_lookup run in the preparation thread or its "
+        "worker processes, summed over workers; copy is part of store):"
+    )
     for key in keys:
         values = [p.get(key, 0.0) for p in phases]
         share = 100 * statistics.median(values) / med
@@ -169,6 +215,12 @@ def main() -> None:
     )
     parser.add_argument("--part", type=int, choices=(1, 2))
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument(
+        "--old-runs",
+        type=int,
+        default=1,
+        help="part 1: runs of the row-by-row path with parsing in one thread, side by side",
+    )
     parser.add_argument("--files", type=int, default=40, help="files for part 2 (local model)")
     args = parser.parse_args()
     print(f"machine: {machine.describe()}")
@@ -178,7 +230,7 @@ def main() -> None:
     try:
         with Database(dsn, data) as db:
             if args.part in (None, 1):
-                part1(db, args.runs)
+                part1(db, args.runs, args.old_runs)
             if args.part in (None, 2):
                 part2(db, args.runs, args.files)
     finally:

@@ -1,9 +1,11 @@
 """Preparing changed files for a sweep: read, hash, chunk, and the rows they will be stored as.
 
-Runs in the sweep's preparation thread, ahead of embedding. A file that cannot be read or
-chunked becomes a `Prepared` carrying its error (it fails alone); a file whose content did not
-change carries only the id of its row (its size and time are refreshed); binary content is a
-skip, not a failure. Chunk rows carry their keyword terms and their embedding-cache key.
+Runs in the sweep's preparation thread, ahead of embedding, or (many files, more than one free
+core) in worker processes that thread hands the files to, results kept in order. A file that
+cannot be read or chunked becomes a `Prepared` carrying its error (it fails alone, also when its
+parser crashes or hangs a worker); a file whose content did not change carries only the id of
+its row (its size and time are refreshed); binary content is a skip, not a failure. Chunk rows
+carry their keyword terms and their embedding-cache key.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import time
+from collections.abc import Generator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,6 +21,7 @@ from chunkers import Chunk, ChunkerConfig, Symbol, chunk_file
 from indexer import lexical, store
 from indexer.report import SweepReport
 from indexer.walk import Candidate
+from indexer.workers import ProcessMap
 
 log = logging.getLogger("code_rag.sweep")
 
@@ -40,6 +44,7 @@ class Prepared:
     touch_id: int | None = None  # same content as stored: only size/mtime change
     skip: str | None = None  # not indexable after all (binary content)
     row_id: int | None = None  # its stored row, to delete when skipped
+    new: bool = False  # the index holds no row for it yet
 
 
 @dataclass
@@ -67,7 +72,34 @@ class Preparer:
         self.report = report
         self.redo = redo
 
+    def prepare_all(
+        self, todo: Sequence[tuple[Candidate, store.FileState | None]], workers: int
+    ) -> Generator[Prepared, None, None]:
+        """Each file of `todo` prepared, in order: here, or in `workers` processes."""
+        if workers < 1:
+            for cand, state in todo:
+                yield self.prepare(cand, state)
+            return
+        context = (self.chunker, self.redo)
+        with ProcessMap(workers, prepare_in_worker, context) as pool:
+            for prepared, seconds in pool.imap(todo, failed_in_worker):
+                for phase, value in seconds.items():
+                    self.report.add_time(phase, value)
+                if prepared.error is not None and prepared.error.startswith("chunking failed"):
+                    log.warning(
+                        "%s/%s: %s",
+                        prepared.candidate.repo,
+                        prepared.candidate.path,
+                        prepared.error,
+                    )
+                yield prepared
+
     def prepare(self, cand: Candidate, state: store.FileState | None) -> Prepared:
+        prepared = self._prepare(cand, state)
+        prepared.new = state is None
+        return prepared
+
+    def _prepare(self, cand: Candidate, state: store.FileState | None) -> Prepared:
         t = time.perf_counter()
         try:
             data = cand.absolute.read_bytes()
@@ -122,6 +154,25 @@ class Preparer:
             )
             for i, c in enumerate(chunks)
         )
+
+
+def prepare_in_worker(
+    context: tuple[ChunkerConfig, bool], item: tuple[Candidate, store.FileState | None]
+) -> tuple[Prepared, dict[str, float]]:
+    """One file prepared in a worker process, with the seconds it spent per phase."""
+    chunker, redo = context
+    report = SweepReport(project="")
+    prepared = Preparer(chunker, report, redo).prepare(*item)
+    return prepared, report.seconds
+
+
+def failed_in_worker(
+    item: tuple[Candidate, store.FileState | None], reason: str
+) -> tuple[Prepared, dict[str, float]]:
+    """A file whose worker crashed, hung or raised: it fails alone, with the reason."""
+    cand, state = item
+    prepared = Prepared(cand, "", None, error=f"chunking failed: {reason}", new=state is None)
+    return prepared, {}
 
 
 def symbol_rows(symbols: tuple[Symbol, ...]) -> tuple[store.SymbolRow, ...]:

@@ -18,7 +18,7 @@ from psycopg import sql as pgsql
 from psycopg.rows import class_row
 from psycopg.types.json import Jsonb
 
-from indexer import migrations, sql
+from indexer import migrations, sql, sql_bulk
 from indexer.errors import ForeignSchema, ProjectNotFound
 from indexer.project import validate_project_name
 from indexer.rows import (
@@ -193,21 +193,37 @@ def set_embedding_dimension(conn: Conn, project: str, dim: int) -> bool:
     return current is not None
 
 
-def drop_bulk_indexes(conn: Conn, project: str) -> None:
+def drop_bulk_indexes(conn: Conn, project: str, secondary: bool = True) -> None:
     """Drop the HNSW and trigram indexes before a bulk load (building them afterwards is
-    several times faster than inserting into them row by row); searches meanwhile scan."""
+    several times faster than inserting into them row by row), and with `secondary` the
+    keyword and symbol indexes too; searches meanwhile scan."""
+    steps = [sql.DROP_HNSW, *sql.DROP_TRGM, *(sql_bulk.DROP_SECONDARY if secondary else [])]
     with conn.transaction():
-        conn.execute(statement(sql.DROP_HNSW, project))
-        for step in sql.DROP_TRGM:
+        for step in steps:
             conn.execute(statement(step, project))
 
 
-def build_bulk_indexes(conn: Conn, project: str, memory: str = "1GB") -> None:
-    """(Re)build the HNSW and trigram indexes where missing."""
+def build_bulk_indexes(
+    conn: Conn, project: str, memory: str = "1GB", workers: int | None = None
+) -> None:
+    """(Re)build the HNSW, trigram, keyword and symbol indexes where missing, with `memory`
+    as maintenance_work_mem and at most `workers` parallel workers per build (None: the
+    server's setting). A parallel build that finds no room in shared memory (a small
+    /dev/shm) is done again without workers."""
+    try:
+        _build_indexes(conn, project, memory, workers)
+    except psycopg.errors.DiskFull:
+        if workers == 0:
+            raise
+        _build_indexes(conn, project, memory, 0)
+
+
+def _build_indexes(conn: Conn, project: str, memory: str, workers: int | None) -> None:
     with conn.transaction():
         conn.execute(sql.SET_BUILD_MEMORY, {"mem": memory})
-        conn.execute(statement(sql.CREATE_HNSW, project))
-        for step in sql.CREATE_TRGM:
+        if workers is not None:
+            conn.execute(sql_bulk.SET_BUILD_WORKERS, {"workers": str(workers)})
+        for step in [sql.CREATE_HNSW, *sql.CREATE_TRGM, *sql_bulk.CREATE_SECONDARY]:
             conn.execute(statement(step, project))
 
 
@@ -338,6 +354,14 @@ def text_rows(file_id: int, text: str) -> list[tuple[Any, ...]]:
         block = "\n".join(lines[first:])
         rows.append((file_id, first + 1, block, spelled(block)))
     return rows
+
+
+def text_table(project: str) -> tuple[pgsql.Composable, pgsql.Composable]:
+    """The file-text table of `project` and its column list, as SQL."""
+    name = validate_project_name(project)
+    table = pgsql.Identifier(name, sql.FILE_TEXT_TABLE)
+    columns = pgsql.SQL(", ").join(pgsql.Identifier(c) for c in sql.FILE_TEXT_COLUMNS)
+    return table, columns
 
 
 def _replace_symbols(conn: Conn, project: str, file_id: int, symbols: Sequence[SymbolRow]) -> None:

@@ -8,7 +8,14 @@ Invariants: one sweep per project at a time (a PostgreSQL advisory lock, whoever
 file is always either fully old or fully new (a killed process loses at most its open batch,
 which the next sweep redoes); a failing file is recorded with its reason and retried next
 sweep, never taking its neighbours down; vectors of two models never mix. Preparation (read,
-hash, chunk, cache look-up) runs in a thread ahead of embedding, so the embedder stays busy.
+hash, chunk, cache look-up) runs in a thread ahead of embedding, so the embedder stays busy;
+with many files and more than one free core, that thread hands the parsing to worker processes.
+
+Two write paths, chosen by the amount of work: a few changed files go in one by one, each in a
+savepoint; a bulk load (many new files, at least as many as the index holds) drops the
+secondary indexes, writes the new files with COPY a batch at a time, and builds the indexes
+once at the end. A bulk sweep killed mid-way leaves whole batches; the next sweep builds any
+missing index first, then writes the rest.
 """
 
 from __future__ import annotations
@@ -26,11 +33,11 @@ from typing import Any
 import psycopg
 
 from chunkers import CHUNKER_VERSION, ChunkerConfig
-from indexer import clock, store
+from indexer import clock, store, workers
 from indexer.db import Database, database_error
 from indexer.embed import Embedder, EmbeddingModel, needs_reembed, reembed_warning
 from indexer.errors import RagError, SweepRunning
-from indexer.prepare import Batch, Preparer
+from indexer.prepare import Batch, Prepared, Preparer
 from indexer.project import Project
 from indexer.report import ProgressCallback, SweepProgress, SweepReport
 from indexer.walk import ROOT_EMPTY, Candidate, Walker, WalkOptions, storable
@@ -39,9 +46,16 @@ from indexer.write import Writer
 log = logging.getLogger("code_rag.sweep")
 
 DEFAULT_FILES_PER_COMMIT = 50
-# Into an empty project, at least this many files are a bulk load: the HNSW and trigram indexes
-# are built once at the end instead of updated per row.
+# At least this many new files, and at least as many as the index holds, are a bulk load: the
+# files go in with COPY and the secondary indexes are built once at the end.
 BULK_LOAD_FILES = 200
+# maintenance_work_mem for the index builds after a bulk load: room for the HNSW graph (its
+# vectors plus this many bytes of links and bookkeeping per row; pgvector 0.8 measured 2,252
+# bytes a row at 384 dimensions, i.e. 716 besides the vector), within these bounds. A graph
+# that does not fit is built on disk, several times slower.
+BUILD_BYTES_PER_ROW = 1024
+BUILD_MEMORY_MIN_MB = 256
+BUILD_MEMORY_MAX_MB = 4096
 # After writing this many chunks the planner's term statistics are refreshed (keyword ranking).
 ANALYZE_AFTER_CHUNKS = 1000
 
@@ -51,6 +65,11 @@ class SweepOptions:
     files_per_commit: int = DEFAULT_FILES_PER_COMMIT
     walk: WalkOptions = field(default_factory=WalkOptions)
     chunker: ChunkerConfig = field(default_factory=ChunkerConfig)
+    # False: every file goes in one by one (the secondary indexes stay, HNSW and trigram ones
+    # are still rebuilt after a large first sweep).
+    bulk_load: bool = True
+    # Worker processes that parse files; None: one per free core when that pays, 0: none.
+    prepare_workers: int | None = None
 
 
 _DONE = object()
@@ -131,17 +150,24 @@ class _Sweep:
         seen = {(c.repo, c.path) for c in walked.files}
         gone = [s.id for key, s in states.items() if key not in seen and s.repo not in unavailable]
         todo = self._compare(walked.files, states)
-        bulk = len(todo) >= BULK_LOAD_FILES and store.chunk_count(self.conn, self.name) == 0
+        bulk = self._bulk(todo, states)
         if bulk:
-            store.drop_bulk_indexes(self.conn, self.name)
+            store.drop_bulk_indexes(self.conn, self.name, secondary=self.options.bulk_load)
             self.conn.commit()
+        self.writer.bulk_load = bulk and self.options.bulk_load
         report.add_time("compare", time.perf_counter() - t)
         self._progress("walk", 0, len(todo))
 
         self.index(todo)
         if bulk:
             t = time.perf_counter()
-            store.build_bulk_indexes(self.conn, self.name)
+            chunks = store.chunk_count(self.conn, self.name)
+            store.build_bulk_indexes(
+                self.conn,
+                self.name,
+                build_memory(chunks, self.embedder.identity.dimension),
+                max(0, workers.free_cores() - 1),
+            )
             self.conn.commit()
             report.add_time("build_index", time.perf_counter() - t)
         if bulk or report.chunks_written >= ANALYZE_AFTER_CHUNKS:
@@ -154,6 +180,18 @@ class _Sweep:
         report.files_deleted += removed_roots + store.delete_files(self.conn, self.name, gone)
         self.conn.commit()
         report.add_time("delete", time.perf_counter() - t)
+
+    def _bulk(
+        self,
+        todo: list[tuple[Candidate, store.FileState | None]],
+        states: Mapping[tuple[str, str], store.FileState],
+    ) -> bool:
+        """Whether this is a bulk load: many new files, at least as many as the index holds
+        (an empty or emptied project, or a first sweep that was cut short)."""
+        new = sum(state is None for _, state in todo)
+        if not self.options.bulk_load:  # the row-by-row path: into an empty project only
+            return len(todo) >= BULK_LOAD_FILES and store.chunk_count(self.conn, self.name) == 0
+        return new >= BULK_LOAD_FILES and new >= sum(1 for s in states.values() if s.sha256)
 
     def ready_for_changes(self) -> bool:
         """Whether changes can go in file by file: the project was swept with this model and
@@ -275,20 +313,34 @@ class _Sweep:
         try:
             size = self.options.files_per_commit
             preparer = Preparer(self.options.chunker, self.report, self.redo)
-            with self.db.connection(f"reading the index of {self.name}") as conn:
-                for start in range(0, len(todo), size):
+            count = workers.worker_count(len(todo), self.options.prepare_workers)
+            prepared = preparer.prepare_all(todo, count)
+            with (
+                self.db.connection(f"reading the index of {self.name}") as conn,
+                contextlib.closing(prepared),
+            ):
+                files: list[Prepared] = []
+                for f in prepared:
                     if stop.is_set():
                         return
-                    files = [preparer.prepare(c, s) for c, s in todo[start : start + size]]
-                    t = time.perf_counter()
-                    hashes = sorted({h for f in files for h in f.hashes})
-                    cached = store.cached_embeddings(conn, self.name, hashes)
-                    conn.rollback()
-                    self.report.add_time("cache_lookup", time.perf_counter() - t)
-                    out.put(Batch(files, cached))
+                    files.append(f)
+                    if len(files) == size:
+                        out.put(self._batch(conn, files))
+                        files = []
+                if files:
+                    out.put(self._batch(conn, files))
             out.put(_DONE)
         except BaseException as exc:  # handed to the main thread, which raises it
             out.put(exc)
+
+    def _batch(self, conn: store.Conn, files: list[Prepared]) -> Batch:
+        """The files with the vectors the index already holds for their chunks."""
+        t = time.perf_counter()
+        hashes = sorted({h for f in files for h in f.hashes})
+        cached = store.cached_embeddings(conn, self.name, hashes)
+        conn.rollback()
+        self.report.add_time("cache_lookup", time.perf_counter() - t)
+        return Batch(files, cached)
 
     def _progress(self, phase: str, done: int, total: int) -> None:
         if self.progress is not None:
@@ -302,6 +354,12 @@ class _Sweep:
                     time.perf_counter() - self.started,
                 )
             )
+
+
+def build_memory(chunks: int, dimension: int) -> str:
+    """maintenance_work_mem for building the indexes of `chunks` rows of `dimension` floats."""
+    mb = chunks * (4 * dimension + BUILD_BYTES_PER_ROW) // 2**20
+    return f"{min(max(mb, BUILD_MEMORY_MIN_MB), BUILD_MEMORY_MAX_MB)}MB"
 
 
 def sweep_project(

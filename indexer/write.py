@@ -4,7 +4,8 @@ Vectors found in the embedding cache (by chunk content hash) are reused; the res
 in one request batch spanning files. A file whose chunks the embedder refused, or whose rows
 the database refused, fails alone: recorded with its reason (its previous rows kept), retried
 next sweep. An unexpected embedder failure on a batch is retried file by file, so one input
-the embedder cannot take costs its own file only.
+the embedder cannot take costs its own file only. In a bulk load the batch's new files go in
+with one COPY per table (`bulk.load_files`); if the database refuses it, they go file by file.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import numpy as np
 import psycopg
 
 from chunkers import embedding_text
-from indexer import store
+from indexer import bulk, store
 from indexer.embed import Embedder
 from indexer.errors import RagError
 from indexer.prepare import Batch, Prepared
@@ -31,12 +32,18 @@ class Writer:
     """Embeds and writes the batches of one sweep on its connection."""
 
     def __init__(
-        self, conn: store.Conn, name: str, embedder: Embedder, report: SweepReport
+        self,
+        conn: store.Conn,
+        name: str,
+        embedder: Embedder,
+        report: SweepReport,
+        bulk_load: bool = False,
     ) -> None:
         self.conn = conn
         self.name = name
         self.embedder = embedder
         self.report = report
+        self.bulk_load = bulk_load  # new files go in with COPY
 
     def embed_and_write(self, batch: Batch) -> None:
         report = self.report
@@ -113,7 +120,12 @@ class Writer:
 
     def _write(self, batch: Batch, vectors: dict[str, Any], refused: dict[str, str]) -> None:
         conn, report = self.conn, self.report
-        for f in batch.files:
+        loaded: set[int] = set()  # indexes in batch.files of the files written by COPY
+        if self.bulk_load:
+            loaded = self._load(batch, vectors, refused)
+        for i, f in enumerate(batch.files):
+            if i in loaded:
+                continue
             cand = f.candidate
             if f.touch_id is not None:
                 store.touch_file(conn, self.name, f.touch_id, cand.size, cand.mtime_ns)
@@ -141,10 +153,51 @@ class Writer:
             log.warning("%s/%s: %s", cand.repo, cand.path, reason)
         conn.commit()
 
-    def _upsert(self, f: Prepared, vectors: dict[str, Any]) -> None:
+    def _load(self, batch: Batch, vectors: dict[str, Any], refused: dict[str, str]) -> set[int]:
+        """COPY the batch's new, whole files; return their indexes in the batch (none when
+        the database refused the load: the per-file path then writes and judges each)."""
+        chosen = {
+            i: f
+            for i, f in enumerate(batch.files)
+            if f.new
+            and f.touch_id is None
+            and f.skip is None
+            and f.error is None
+            and not any(h in refused for h in f.hashes)
+        }
+        if not chosen:
+            return set()
+        files = [bulk.NewFile(self._record(f), self._rows(f, vectors), f.symbols, f.text)
+                 for f in chosen.values()]  # fmt: skip
+        t = time.perf_counter()
+        try:
+            bulk.load_files(self.conn, self.name, files)
+        except psycopg.OperationalError:
+            raise
+        except psycopg.Error as exc:
+            log.warning(
+                "%s: the bulk load of a batch failed (%s); writing its files one by one",
+                self.name,
+                str(exc).strip().splitlines()[0],
+            )
+            return set()
+        self.report.add_time("copy", time.perf_counter() - t)
+        self.report.files_changed += len(files)
+        self.report.chunks_written += sum(len(f.chunks) for f in files)
+        return set(chosen)
+
+    @staticmethod
+    def _record(f: Prepared) -> store.FileRecord:
         cand = f.candidate
-        rows = [replace(row, embedding=vectors[row.content_sha256]) for row in f.rows]
-        record = store.FileRecord(
+        return store.FileRecord(
             cand.repo, cand.path, cand.size, cand.mtime_ns, f.sha256, f.language
         )
-        store.upsert_file(self.conn, self.name, record, rows, f.symbols, f.text)
+
+    @staticmethod
+    def _rows(f: Prepared, vectors: dict[str, Any]) -> list[store.ChunkRow]:
+        return [replace(row, embedding=vectors[row.content_sha256]) for row in f.rows]
+
+    def _upsert(self, f: Prepared, vectors: dict[str, Any]) -> None:
+        store.upsert_file(
+            self.conn, self.name, self._record(f), self._rows(f, vectors), f.symbols, f.text
+        )

@@ -36,6 +36,7 @@ from server_fixtures import (  # noqa: E402
     wait_for,
 )
 
+import indexer.sweep  # noqa: E402
 from indexer import store  # noqa: E402
 from indexer.db import Database  # noqa: E402
 from indexer.embed import Embedder  # noqa: E402
@@ -223,9 +224,15 @@ class StopAfter:
         self.inner.close()
 
 
+@pytest.mark.parametrize("bulk", [False, True], ids=["per-file", "bulk load"])
 def test_database_stopped_in_the_middle_of_a_sweep_leaves_nothing_half_written(
-    own_pg: OwnPostgres, ollama_standin: OllamaStandin
+    own_pg: OwnPostgres,
+    ollama_standin: OllamaStandin,
+    bulk: bool,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    # The bulk load (COPY a batch at a time) only differs in how the batch is written.
+    monkeypatch.setattr(indexer.sweep, "BULK_LOAD_FILES", 1 if bulk else 10_000)
     base = Path(tempfile.mkdtemp(prefix="code-rag-faults-sweep-"))
     _tree(base / "tree", 24)
     project = Project(unique_name("sweepdb"), (Root((base / "tree").resolve(), "tree"),))

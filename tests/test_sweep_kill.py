@@ -1,5 +1,6 @@
-"""A sweep process killed mid-way leaves every file fully old or fully new, releases its lock,
-and the next sweep converges."""
+"""A sweep process killed mid-way leaves every file fully old or fully new (or, in a bulk load
+killed during its COPY or its index build, fully there or absent), releases its lock, and the
+next sweep converges."""
 
 from __future__ import annotations
 
@@ -13,8 +14,10 @@ from pathlib import Path
 from typing import Any
 
 import psycopg
-from index_rows import file_chunks
+import pytest
+from index_rows import file_chunks, file_symbols
 from ollama_standin import OllamaStandin, ollama_standin
+from psycopg import sql as pgsql
 
 from indexer import store
 from indexer.db import Database
@@ -126,3 +129,135 @@ def test_killed_sweep_leaves_files_whole_and_the_next_sweep_converges(
     [last, killed] = store.last_sweeps(conn, project_name, limit=2)
     assert (last.outcome, killed.outcome) == ("ok", "interrupted")
     conn.rollback()
+
+
+# A backend of the sweep waiting on a lock the test holds, in the statement named.
+WAITING = """
+SELECT pid FROM pg_stat_activity
+ WHERE wait_event_type = 'Lock' AND query ILIKE %(pattern)s AND pid <> pg_backend_pid()
+"""
+
+
+def wait_until(condition: Any, what: str, timeout: float = 60) -> None:
+    deadline = time.time() + timeout
+    while not condition():
+        assert time.time() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.05)
+
+
+@pytest.mark.parametrize(
+    ("stage", "table", "mode", "statement"),
+    [
+        # Holding SHARE on rag_symbol stops the next batch at its COPY of symbols, after its
+        # files and chunks went in (in the same, uncommitted, transaction).
+        ("copy", "rag_symbol", "SHARE", "%COPY%rag_symbol%"),
+        # ROW EXCLUSIVE on rag_chunk lets the rows in but stops the first index build.
+        ("index build", "rag_chunk", "ROW EXCLUSIVE", "%CREATE INDEX%"),
+    ],
+)
+def test_a_bulk_sweep_killed_during_copy_or_index_build_leaves_files_whole_and_converges(
+    database: Database,
+    conn: psycopg.Connection[Any],
+    project_name: str,
+    tmp_path: Path,
+    ollama_standin: OllamaStandin,
+    stage: str,
+    table: str,
+    mode: str,
+    statement: str,
+) -> None:
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    shas = write_tree(tree, 1)
+    project = Project(project_name, (Root(tree, "tree"),))
+    embedder = make_embedder("ollama", "nomic-embed-text:v1.5", ollama_standin.url)
+    ollama_standin.delay_seconds = 0.3  # each batch of 4 files waits on the "model"
+    script = textwrap.dedent(
+        f"""
+        from pathlib import Path
+        import indexer.sweep
+        from indexer.db import Database
+        from indexer.embedders import make_embedder
+        from indexer.project import Project, Root
+        from indexer.sweep import SweepOptions, sweep_project
+        indexer.sweep.BULK_LOAD_FILES = 1  # {FILES} files into an empty project: a bulk load
+        db = Database({database.dsn!r}, Path(".")).open()
+        project = Project({project_name!r}, (Root(Path({str(tree)!r}), "tree"),))
+        embedder = make_embedder("ollama", "nomic-embed-text:v1.5", {ollama_standin.url!r})
+        sweep_project(db, project, embedder, SweepOptions(files_per_commit=4))
+        print("finished")
+        """
+    )
+
+    def stored() -> int:
+        exists = store.project_exists(conn, project_name)
+        count = len(store.file_states(conn, project_name)) if exists else 0
+        conn.rollback()
+        return count
+
+    proc = subprocess.Popen([sys.executable, "-c", script], cwd=ROOT, stdout=subprocess.PIPE)
+    blocker = psycopg.connect(database.dsn)
+    try:
+        wait_until(lambda: stored() >= 4, "the first batch")
+        blocker.execute(
+            pgsql.SQL("LOCK TABLE {} IN " + mode + " MODE").format(
+                pgsql.Identifier(project_name, table)
+            )
+        )
+
+        def blocked() -> bool:
+            row = conn.execute(WAITING, {"pattern": statement}).fetchone()
+            conn.rollback()
+            return row is not None
+
+        wait_until(blocked, f"the sweep to reach its {stage}")
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=30)
+    finally:
+        blocker.rollback()
+        blocker.close()
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == -signal.SIGKILL
+
+    # Every stored file is whole: its hash, all of its chunks and all of its symbols.
+    versions = file_versions(conn, project_name)
+    for path in versions:
+        assert len(file_symbols(conn, project_name, "tree", path)) == 3, path
+    conn.rollback()
+    if stage == "copy":
+        assert 4 <= len(versions) < FILES  # the blocked batch left nothing behind
+    else:
+        assert len(versions) == FILES  # all in, the indexes not built
+        assert "rag_chunk_embedding_hnsw" not in index_names(conn, project_name)
+    deadline = time.time() + 10
+    while store.sweep_running(conn, project_name) and time.time() < deadline:
+        time.sleep(0.1)
+    conn.rollback()
+
+    ollama_standin.delay_seconds = 0.0
+    report = sweep_project(database, project, embedder, SweepOptions(files_per_commit=4))
+    assert report.outcome == "ok"
+    assert set(file_versions(conn, project_name).values()) == {1}
+    states = store.file_states(conn, project_name)
+    assert {path: s.sha256 for (_r, path), s in states.items()} == shas
+    assert {
+        "rag_chunk_embedding_hnsw",
+        "rag_chunk_tsv",
+        "rag_name_trgm",
+        "rag_symbol_name",
+        "rag_text_block_spelled_trgm",
+        "rag_text_block_trgm",
+        "rag_symbol_qualified_name",
+        "rag_symbol_chunk",
+    } <= set(index_names(conn, project_name))
+    [last, killed] = store.last_sweeps(conn, project_name, limit=2)
+    assert (last.outcome, killed.outcome) == ("ok", "interrupted")
+    conn.rollback()
+
+
+def index_names(conn: psycopg.Connection[Any], project: str) -> list[str]:
+    rows = conn.execute("SELECT indexname FROM pg_indexes WHERE schemaname = %s", (project,))
+    names = [r[0] for r in rows.fetchall()]
+    conn.rollback()
+    return names
