@@ -115,14 +115,14 @@ def wait_until_served(url: str, token: str, timeout: float = 60) -> None:
     raise AssertionError(f"nothing served at {url}")
 
 
-def search(url: str, token: str, query: str) -> dict[str, Any]:
+def search(url: str, token: str, query: str, **filters: Any) -> dict[str, Any]:
     response = httpx.post(
         url,
         json={
             "jsonrpc": "2.0",
             "id": 2,
             "method": "tools/call",
-            "params": {"name": "search_code", "arguments": {"query": query}},
+            "params": {"name": "search_code", "arguments": {"query": query, **filters}},
         },
         headers={"X-RAG-Token": token, "MCP-Protocol-Version": "2025-11-25"},
         timeout=60,
@@ -178,6 +178,7 @@ def test_up_on_a_fresh_folder_writes_the_demo_config_and_serves_it(
     assert (work_dir / "rag-projects.json").exists()
     assert url == f"http://127.0.0.1:{port}/rag-mcp/{name}"
     wait_until_served(url, token)
-    hits = search(url, token, "compare the token in constant time")["hits"]
+    # The demo indexes the product's docs too, which speak of the same check: ask for code.
+    hits = search(url, token, "compare the token in constant time", language="python")["hits"]
     assert any(hit["path"] == "rag_server/app.py" for hit in hits), hits
     assert up.stop() == 0
