@@ -3,7 +3,8 @@
 `line_windows` is also how an over-size definition or stretch of glue is cut, keeping its symbol.
 Windows never start or end on a blank line, hold at most `window_lines` lines and `max_chars`
 characters, and overlap the previous one by up to `window_overlap` lines (at most half a window,
-so a run always advances), and each ends past the one before: none nests inside another. A line longer than `max_chars` is cut into character windows.
+so a run always advances); each ends past the one before, so none nests inside another. A line
+longer than `max_chars` is cut into character windows.
 """
 
 from __future__ import annotations

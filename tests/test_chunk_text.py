@@ -6,6 +6,7 @@ grammar, broken code, a 5 MB generated file, the embedding header, and use from 
 
 from __future__ import annotations
 
+import itertools
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -100,12 +101,12 @@ def test_windows_are_capped_by_characters_too() -> None:
 # nested slivers (1-40, 31-40, 36-40, 39-40, 40-40): each window must end past the one before.
 @pytest.mark.parametrize("path", ["long.py", "long.txt"])
 def test_a_blank_stretch_leaves_no_nested_slivers(path: str) -> None:
-    body = "".join(f"    total_{i} = compute_value(total_{i - 1}, factor={i})\n" for i in range(1, 40))
+    body = "".join(f"    total_{i} = compute_value(total_{i - 1}, x={i})\n" for i in range(1, 40))
     tail = "".join(f"    result_{i} = finish_step(result_{i - 1})\n" for i in range(1, 6))
     data = ("def long_function(x):\n" + body + "\n" * 70 + tail + "    return result_5\n").encode()
     chunks = chunk_file(path, data).chunks
     assert [(c.start_line, c.end_line) for c in chunks] == [(1, 40), (111, 116)]
-    for before, after in zip(chunks, chunks[1:], strict=False):
+    for before, after in itertools.pairwise(chunks):
         assert after.start_line > before.start_line and after.end_line > before.end_line
 
 
