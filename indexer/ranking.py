@@ -79,9 +79,10 @@ class Candidates:
 
 
 def fuse(candidates: Candidates, ranking: Ranking = DEFAULT_RANKING) -> dict[int, float]:
-    """Weighted reciprocal rank fusion of the two lists (each cut at its depth); code chunks
-    holding an identifier of the query verbatim come above the rest (in their fused order),
-    and chunks named exactly by the query above everything, in their order."""
+    """Weighted reciprocal rank fusion of the two lists (each cut at its depth), each ranker's
+    first candidate lifted to its slot when one is set; code chunks holding an identifier of
+    the query verbatim come above the rest (in their fused order), and chunks named exactly by
+    the query above everything, in their order."""
     scores: dict[int, float] = {}
     for ids, weight, depth in (
         (candidates.vector, ranking.vector_weight, ranking.vector_depth),

@@ -138,7 +138,6 @@ GRID: dict[str, tuple[Any, ...]] = {
     "vector_depth": (30, 50),
     "keyword_slot": (0, 1, 3, 5),
     "vector_slot": (0, 1, 3),
-    "shortlist": (3, 5),
 }
 
 
