@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import itertools
+import pickle
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -163,8 +164,14 @@ def table(asked: list[Asked], variants: list[tuple[str, Ranking, bool]]) -> None
 def main(argv: Sequence[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--misses", action="store_true", help="test questions lost or won")
+    ap.add_argument("--keep", type=Path, help="keep the gathered lists in this file, and reuse")
     args = ap.parse_args(argv)
-    asked = load(make_embedder("local"))
+    if args.keep and args.keep.is_file():
+        asked = pickle.loads(args.keep.read_bytes())
+    else:
+        asked = load(make_embedder("local"))
+        if args.keep:
+            args.keep.write_bytes(pickle.dumps(asked))
     print(f"# replay: {', '.join(f'{a.name} {len(a.golds)}' for a in asked)} queries")
     print("(cells: Hit@1 / Hit@5 / Hit@10 / MRR@10)\n")
     base = DEFAULT_RANKING
@@ -172,9 +179,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     keys = list(GRID)
     for by_def in (False, True):
         # Collapse by line overlap is scored at today's fusion only: the grid is for the other.
-        grid = itertools.product(*(GRID[k] for k in keys)) if by_def else [()]
+        grid = itertools.product(*(GRID[k] for k in keys)) if by_def else [None]
         for values in grid:
-            r = replace(base, **dict(zip(keys, values, strict=True)))
+            r = replace(base, **dict(zip(keys, values, strict=True))) if values else base
             score = objective({a.name: replay(a, r, by_def) for a in asked if "tune" in a.name})
             if best is None or score > best[0]:
                 best = (score, r, by_def)
