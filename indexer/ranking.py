@@ -90,9 +90,10 @@ def fuse(candidates: Candidates, ranking: Ranking = DEFAULT_RANKING) -> dict[int
     ):
         for rank, chunk_id in enumerate(ids[:depth], start=1):
             scores[chunk_id] = scores.get(chunk_id, 0.0) + weight / (ranking.rrf_k + rank)
-    for ids, slot in (
-        (candidates.keyword, ranking.keyword_slot),
-        (candidates.vector, ranking.vector_slot),
+    # The higher slot last, so that lifting the other does not push it down again.
+    for slot, ids in sorted(
+        ((ranking.keyword_slot, candidates.keyword), (ranking.vector_slot, candidates.vector)),
+        key=lambda pair: pair[0],
     ):
         if slot and ids:
             _lift(scores, ids[0], slot)

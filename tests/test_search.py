@@ -331,5 +331,6 @@ def test_a_rankers_first_candidate_is_lifted_to_its_slot() -> None:
     lifted = fuse(c, Ranking(vector_depth=60, keyword_depth=60, keyword_slot=3, vector_slot=1))
     order = sorted(lifted, key=lambda cid: (-lifted[cid], cid))
     assert order[0] == 7 and order[2] == 42
-    # A candidate already above its slot keeps its score.
-    assert fuse(c, Ranking(vector_depth=60, keyword_depth=60, keyword_slot=50))[42] == plain[42]
+    # A candidate already at or above its slot keeps its score (52 candidates in all).
+    assert fuse(c, Ranking(vector_depth=60, keyword_depth=60, keyword_slot=52))[42] == plain[42]
+    assert fuse(c, Ranking(vector_depth=60, keyword_depth=60, keyword_slot=51))[42] > plain[42]

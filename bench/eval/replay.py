@@ -176,19 +176,29 @@ def main(argv: Sequence[str] | None = None) -> None:
     print("(cells: Hit@1 / Hit@5 / Hit@10 / MRR@10)\n")
     base = DEFAULT_RANKING
     best: tuple[tuple[float, float], Ranking, bool] | None = None
+    # Also the point whose smaller MRR@10 gain over today's fusion, of the two tuning splits,
+    # is largest: one that gains on both.
+    start = {a.name: replay(a, base, True).mrr() for a in asked if "tune" in a.name}
+    both: tuple[float, Ranking] | None = None
     keys = list(GRID)
     for by_def in (False, True):
         # Collapse by line overlap is scored at today's fusion only: the grid is for the other.
         grid = itertools.product(*(GRID[k] for k in keys)) if by_def else [None]
         for values in grid:
             r = replace(base, **dict(zip(keys, values, strict=True))) if values else base
-            score = objective({a.name: replay(a, r, by_def) for a in asked if "tune" in a.name})
+            tuned_scores = {a.name: replay(a, r, by_def) for a in asked if "tune" in a.name}
+            score = objective(tuned_scores)
             if best is None or score > best[0]:
                 best = (score, r, by_def)
-    assert best is not None
+            gain = min(s.mrr() - start[name] for name, s in tuned_scores.items())
+            if by_def and (both is None or gain > both[0]):
+                both = (gain, r)
+    assert best is not None and both is not None
     tuned, tuned_def = best[1], best[2]
     tuned_fields = {k: getattr(tuned, k) for k in keys}
-    print(f"tuned on the tuning splits (collapse by definition: {tuned_def}): {tuned_fields}\n")
+    print(f"tuned on the tuning splits (collapse by definition: {tuned_def}): {tuned_fields}")
+    fields = {k: getattr(both[1], k) for k in keys}
+    print(f"gaining most on both tuning splits (+{both[0]:.3f} MRR@10 at least): {fields}\n")
     issue = replace(base, keyword_depth=30, keyword_weight=0.5, keyword_slot=1)
     variants = [
         ("product today (collapse by line overlap)", base, False),
@@ -197,6 +207,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         ("by definition, keyword depth 30, weight 0.5, keyword #1 at rank 1", issue, True),
         ("tuned fusion, collapse by line overlap", tuned, False),
         ("tuned fusion, collapse by definition", tuned, True),
+        ("fusion gaining on both tuning splits, collapse by definition", both[1], True),
     ]
     table(asked, variants)
     print("\nsingle rankers (collapse by definition):\n")
