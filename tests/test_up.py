@@ -178,6 +178,6 @@ def test_up_on_a_fresh_folder_writes_the_demo_config_and_serves_it(
     assert (work_dir / "rag-projects.json").exists()
     assert url == f"http://127.0.0.1:{port}/rag-mcp/{name}"
     wait_until_served(url, token)
-    hits = search(url, token, "compare the token in constant time")["hits"]
+    hits = search(url, token, "check the request token in constant time")["hits"]
     assert any(hit["path"] == "rag_server/app.py" for hit in hits), hits
     assert up.stop() == 0
