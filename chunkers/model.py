@@ -11,8 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 # 2: files carry their symbol table; 3: and their text (re-chunking fills both; unchanged
-# chunks keep their vectors).
-CHUNKER_VERSION = 3
+# chunks keep their vectors); 4: no window nests inside the one before it (a blank stretch in
+# a long definition left slivers).
+CHUNKER_VERSION = 4
 
 # ~512-token embedders see roughly 1,500-2,500 characters of code (code runs at 1-3 chars/token).
 DEFAULT_MAX_CHARS = 2000

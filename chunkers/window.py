@@ -3,7 +3,8 @@
 `line_windows` is also how an over-size definition or stretch of glue is cut, keeping its symbol.
 Windows never start or end on a blank line, hold at most `window_lines` lines and `max_chars`
 characters, and overlap the previous one by up to `window_overlap` lines (at most half a window,
-so a run always advances). A line longer than `max_chars` is cut into character windows.
+so a run always advances); each ends past the one before, so none nests inside another. A line
+longer than `max_chars` is cut into character windows.
 """
 
 from __future__ import annotations
@@ -43,6 +44,11 @@ def line_windows(
             last += 1
         while src.is_blank(last):
             last -= 1
+        if chunks and last <= chunks[-1].end_line:
+            # Cut short by a blank stretch (or a big next line) before the previous window's
+            # end: a window here would only nest inside that one. Go on past its end.
+            line = chunks[-1].end_line + 1
+            continue
         chunks.append(Chunk(line, last, symbol, kind, language, src.slice(line, last)))
         if last >= end or src.trim(last + 1, end) is None:
             break

@@ -12,7 +12,15 @@ import psycopg
 
 from indexer import sql
 from indexer.errors import InvalidArgument
-from indexer.rows import IndexedFile, LineMatch, OutlineRow, StoredChunk, SymbolHit, TermStatsRow
+from indexer.rows import (
+    DefinitionPiece,
+    IndexedFile,
+    LineMatch,
+    OutlineRow,
+    StoredChunk,
+    SymbolHit,
+    TermStatsRow,
+)
 from indexer.store import Conn, like_escape, statement, typed_rows
 
 # --- search --------------------------------------------------------------------------------
@@ -97,6 +105,16 @@ def chunks_by_id(conn: Conn, project: str, ids: Sequence[int]) -> dict[int, Stor
         conn, StoredChunk, statement(sql.CHUNKS_BY_ID, project), {"ids": list(ids)}
     )
     return {c.chunk_id: c for c in found}
+
+
+def definition_pieces(conn: Conn, project: str, ids: Sequence[int]) -> dict[int, DefinitionPiece]:
+    """Of the chunks `ids`, the windows of split definitions, by chunk id."""
+    if not ids:
+        return {}
+    found: list[DefinitionPiece] = typed_rows(
+        conn, DefinitionPiece, statement(sql.DEFINITION_PIECES, project), {"ids": list(ids)}
+    )
+    return {p.chunk_id: p for p in found}
 
 
 # --- symbols --------------------------------------------------------------------------------

@@ -4,8 +4,9 @@ The keyword side weighs each query term by its rarity (BM25's idf, from PostgreS
 statistics of the keyword column, read at most once a minute) and by where it occurs
 (symbol > path > body); only the rarest terms decide which rows match, within a row budget,
 so the keyword side stays bounded. The vector and keyword lists are fused by weighted
-reciprocal rank fusion; chunks named exactly by the query come first; overlapping chunks of
-one file collapse into the best. `Ranking` holds the knobs, tuned on held-out queries of the
+reciprocal rank fusion; chunks named exactly by the query come first; the windows of a split
+definition collapse into one hit for the definition, from its signature, and overlapping hits
+of one file into the best. `Ranking` holds the knobs, tuned on held-out queries of the
 evals in `bench/eval/` (figures in docs/performance.md).
 """
 
@@ -37,6 +38,12 @@ class Ranking:
     vector_depth: int = 30
     keyword_depth: int = 200
     rrf_k: int = RRF_K
+    # Each ranker's first candidate is lifted to at least this rank of the fused order (0: not
+    # lifted): a chunk only one ranker finds can then still surface.
+    keyword_slot: int = 0
+    vector_slot: int = 0
+    # How many fused candidates, in multiples of top_k, are read back and collapsed into hits.
+    shortlist: int = 3
     stopwords: bool = True
     idf: bool = True
     prefix: bool = False
@@ -72,9 +79,10 @@ class Candidates:
 
 
 def fuse(candidates: Candidates, ranking: Ranking = DEFAULT_RANKING) -> dict[int, float]:
-    """Weighted reciprocal rank fusion of the two lists (each cut at its depth); code chunks
-    holding an identifier of the query verbatim come above the rest (in their fused order),
-    and chunks named exactly by the query above everything, in their order."""
+    """Weighted reciprocal rank fusion of the two lists (each cut at its depth), each ranker's
+    first candidate lifted to its slot when one is set; code chunks holding an identifier of
+    the query verbatim come above the rest (in their fused order), and chunks named exactly by
+    the query above everything, in their order."""
     scores: dict[int, float] = {}
     for ids, weight, depth in (
         (candidates.vector, ranking.vector_weight, ranking.vector_depth),
@@ -82,6 +90,13 @@ def fuse(candidates: Candidates, ranking: Ranking = DEFAULT_RANKING) -> dict[int
     ):
         for rank, chunk_id in enumerate(ids[:depth], start=1):
             scores[chunk_id] = scores.get(chunk_id, 0.0) + weight / (ranking.rrf_k + rank)
+    # The higher slot last, so that lifting the other does not push it down again.
+    for slot, ids in sorted(
+        ((ranking.keyword_slot, candidates.keyword), (ranking.vector_slot, candidates.vector)),
+        key=lambda pair: pair[0],
+    ):
+        if slot and ids:
+            _lift(scores, ids[0], slot)
     if candidates.verbatim:
         top = max(scores.values(), default=0.0)
         fused = sorted(candidates.verbatim, key=lambda cid: (-scores.get(cid, 0.0), cid))
@@ -94,19 +109,60 @@ def fuse(candidates: Candidates, ranking: Ranking = DEFAULT_RANKING) -> dict[int
     return scores
 
 
+def _lift(scores: dict[int, float], chunk_id: int, slot: int) -> None:
+    """Raise `chunk_id`'s score, when lower, to just above the chunk now at rank `slot`."""
+    ahead = sorted((v for c, v in scores.items() if c != chunk_id), reverse=True)
+    if len(ahead) < slot or scores[chunk_id] > ahead[slot - 1]:
+        return
+    below = ahead[slot - 1]
+    above = ahead[slot - 2] if slot > 1 else math.inf
+    scores[chunk_id] = (
+        (below + above) / 2 if below < above < math.inf else math.nextafter(below, math.inf)
+    )
+
+
 def collapse(
-    ordered: Sequence[int], details: Mapping[int, rows.StoredChunk], top_k: int
-) -> list[rows.StoredChunk]:
-    """The first `top_k` rows of `ordered`, skipping any that overlaps a better one in its file."""
-    hits: list[rows.StoredChunk] = []
+    ordered: Sequence[int],
+    details: Mapping[int, rows.StoredChunk],
+    top_k: int,
+    pieces: Mapping[int, rows.DefinitionPiece] | None = None,
+) -> list[tuple[rows.StoredChunk, int]]:
+    """The first `top_k` hits of `ordered`, each with the id of the chunk whose score ranks it,
+    skipping any that overlaps a better one in its file. A window of a split definition (in
+    `pieces`) stands for the whole definition: the hit is the chunk holding its signature,
+    spanning the definition's lines, ranked by its best window."""
+    hits: list[tuple[rows.StoredChunk, int]] = []
     for chunk_id in ordered:
         row = details.get(chunk_id)
-        if row is None or any(_overlaps(row, kept) for kept in hits):
+        if row is None:
             continue
-        hits.append(row)
+        piece = (pieces or {}).get(chunk_id)
+        if piece is not None:
+            head = details.get(piece.head_id, row)
+            # The head may hold glue before the definition (merged into it): cut that off.
+            skip = max(0, piece.start_line - head.start_line)
+            content = "\n".join(head.content.split("\n")[skip:])
+            row = replace(
+                head, start_line=piece.start_line, end_line=piece.end_line, content=content
+            )
+        if any(_overlaps(row, kept) for kept, _ in hits):
+            continue
+        hits.append((row, chunk_id))
         if len(hits) == top_k:
             break
     return hits
+
+
+def shaping_rows(
+    conn: store.Conn, project: str, ordered: Sequence[int]
+) -> tuple[dict[int, rows.StoredChunk], dict[int, rows.DefinitionPiece]]:
+    """What `collapse` reads for `ordered`: the chunks, the windows of split definitions among
+    them, and the chunks holding those definitions' signatures."""
+    details = lookup.chunks_by_id(conn, project, ordered)
+    pieces = lookup.definition_pieces(conn, project, ordered)
+    heads = sorted({p.head_id for p in pieces.values()} - details.keys())
+    details.update(lookup.chunks_by_id(conn, project, heads))
+    return details, pieces
 
 
 @dataclass(frozen=True)

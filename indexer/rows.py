@@ -150,6 +150,17 @@ class StoredChunk:
 
 
 @dataclass(frozen=True, slots=True)
+class DefinitionPiece:
+    """A chunk that is one window of a definition split into several: the definition's lines
+    and the chunk holding its signature (`head_id`)."""
+
+    chunk_id: int
+    head_id: int
+    start_line: int
+    end_line: int
+
+
+@dataclass(frozen=True, slots=True)
 class TermStatsRow:
     """The planner's statistics of the keyword column: rows, common terms and their shares."""
 

@@ -31,6 +31,7 @@ from indexer.ranking import (
     collapse,
     fuse,
     keyword_candidates,
+    shaping_rows,
 )
 from indexer.walk import root_problem
 
@@ -241,21 +242,21 @@ def search_code(
             keyword=mode != "vector",
         )
         scores = fuse(candidates, at_least(ranking, top_k * 3))
-        ordered = sorted(scores, key=lambda cid: (-scores[cid], cid))[: top_k * 3]
-        details = lookup.chunks_by_id(conn, project.name, ordered)
-    hits = collapse(ordered, details, top_k)
+        ordered = sorted(scores, key=lambda cid: (-scores[cid], cid))[: top_k * ranking.shortlist]
+        details, pieces = shaping_rows(conn, project.name, ordered)
+    hits = collapse(ordered, details, top_k, pieces)
     now = clock.now()
-    problems = {repo: _root_problem(project, repo) for repo in {row.repo for row in hits}}
+    problems = {repo: _root_problem(project, repo) for repo in {row.repo for row, _ in hits}}
     return [
         SearchHit(
             **_where(project, row),
-            score=round(scores[row.chunk_id], 6),
+            score=round(scores[ranked_by], 6),
             snippet=snippet_of(row.content),
             stale=problems[row.repo] is not None,
             index_age_s=_age(row.indexed_at, now),
             symbols=list(row.symbols),
         )
-        for row in hits
+        for row, ranked_by in hits
     ]
 
 

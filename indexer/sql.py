@@ -361,6 +361,21 @@ SELECT c.id AS chunk_id, f.repo, f.path, c.start_line, c.end_line, c.symbol, c.k
  WHERE c.id = ANY(%(ids)s)
 """
 
+# Rows as `rows.DefinitionPiece`: of the chunks `ids`, those that are a piece of one definition
+# split into windows (its symbol and kind, inside its lines, and not the whole of it), with the
+# definition's lines and the chunk holding its signature; the innermost such definition.
+DEFINITION_PIECES = """
+SELECT DISTINCT ON (c.id) c.id AS chunk_id, coalesce(s.chunk_id, c.id) AS head_id,
+       s.start_line, s.end_line
+  FROM {schema}.rag_chunk c
+  JOIN {schema}.rag_symbol s
+    ON s.file_id = c.file_id AND s.qualified_name = c.symbol AND s.kind = c.kind
+   AND s.start_line <= c.start_line AND c.end_line <= s.end_line
+ WHERE c.id = ANY(%(ids)s)
+   AND (s.chunk_id IS DISTINCT FROM c.id OR c.end_line < s.end_line)
+ ORDER BY c.id, s.end_line - s.start_line
+"""
+
 # --- symbols --------------------------------------------------------------------------------
 
 # Rows as `rows.SymbolHit`; `{where}` and `{order}` are filled by `find_symbols` below.

@@ -52,7 +52,11 @@ HIT_SCHEMA: dict[str, Any] = {
         "repo": {"type": "string", "description": "the root (repository) label"},
         "path": {"type": "string", "description": "path relative to the root"},
         "absolute_path": {"type": "string"},
-        "start_line": {"type": "integer"},
+        "start_line": {
+            "type": "integer",
+            "description": "first line of the hit; a definition too long for one chunk is one "
+            "hit from its signature to its end, and chunk_id is its chunk holding the signature",
+        },
         "end_line": {"type": "integer"},
         "symbol": _NULLABLE_STRING,
         "symbols": {

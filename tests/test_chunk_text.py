@@ -6,6 +6,7 @@ grammar, broken code, a 5 MB generated file, the embedding header, and use from 
 
 from __future__ import annotations
 
+import itertools
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -16,6 +17,7 @@ from chunkers.text import Source, decode
 
 FIXTURES = Path(__file__).parent / "fixtures" / "chunkers"
 PYTHON = (FIXTURES / "python" / "invoice.py").read_bytes()
+SMALL_WINDOWS = ChunkerConfig(max_chars=1000, target_chars=500)
 SMALL = ChunkerConfig(max_chars=600, target_chars=350, min_chars=120, char_overlap=60)
 
 
@@ -93,6 +95,27 @@ def test_windows_are_capped_by_characters_too() -> None:
     result = chunk_file("notes.txt", data, ChunkerConfig(max_chars=1000, target_chars=500))
     assert all(len(c.content) <= 1000 for c in result.chunks)
     assert result.chunks[0].end_line == 10
+
+
+# A long blank stretch inside a windowed function once re-windowed the lines before it into
+# nested slivers (1-40, 31-40, 36-40, 39-40, 40-40): each window must end past the one before.
+@pytest.mark.parametrize("path", ["long.py", "long.txt"])
+def test_a_blank_stretch_leaves_no_nested_slivers(path: str) -> None:
+    body = "".join(f"    total_{i} = compute_value(total_{i - 1}, x={i})\n" for i in range(1, 40))
+    tail = "".join(f"    result_{i} = finish_step(result_{i - 1})\n" for i in range(1, 6))
+    data = ("def long_function(x):\n" + body + "\n" * 70 + tail + "    return result_5\n").encode()
+    chunks = chunk_file(path, data).chunks
+    assert [(c.start_line, c.end_line) for c in chunks] == [(1, 40), (111, 116)]
+    for before, after in itertools.pairwise(chunks):
+        assert after.start_line > before.start_line and after.end_line > before.end_line
+
+
+# A line too big to join the window before it: the window stops short of it, and the next
+# starts at that line instead of re-windowing the lines already covered.
+def test_a_big_line_after_a_window_leaves_no_nested_slivers() -> None:
+    lines = [f"entry_{i} = value_{i}" for i in range(20)] + ["x" * 900] + ["end = 1"]
+    chunks = chunk_file("notes.txt", ("\n".join(lines) + "\n").encode(), SMALL_WINDOWS).chunks
+    assert [(c.start_line, c.end_line) for c in chunks] == [(1, 20), (21, 22)]
 
 
 def test_language_without_grammar_uses_windows() -> None:

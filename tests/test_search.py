@@ -284,3 +284,53 @@ def test_fusion_weights_depths_and_exact_matches() -> None:
 
 
 _ = json
+
+
+def test_windows_of_a_long_definition_collapse_into_one_hit_from_its_signature(
+    database: Any, conn: Conn, project_name: str, work_dir: Path, ollama_standin: OllamaStandin
+) -> None:
+    # A definition too long for one chunk is windowed; a query matching only its last window
+    # gets one hit for the whole definition, from its signature, ranked by that window; the
+    # windows holding the signature and the middle do not come back as hits of their own.
+    root = work_dir / "src"
+    body = "".join(f"    step_{i} = advance(step_{i - 1}, amount={i})\n" for i in range(1, 80))
+    tail = "    ledger.reconcile_overdraft(step_79)\n    return step_79\n"
+    write(root, "engine.py", "import os\n\n\ndef run_engine(step_0):\n" + body + tail)
+    write(root, "other.py", "def audit(books):\n    return books\n")
+    project, embedder = swept(database, project_name, root, ollama_standin)
+    windows = conn.execute(
+        psycopg.sql.SQL("SELECT start_line, end_line FROM {} WHERE symbol = 'run_engine'").format(
+            psycopg.sql.Identifier(project_name, "rag_chunk")
+        )
+    ).fetchall()
+    conn.rollback()
+    assert len(windows) >= 2  # the definition really is split
+    for mode in ("keyword", "hybrid"):
+        hits = search_code(database, project, embedder, "reconcile overdraft", mode=mode)
+        engine = [h for h in hits if h.path == "engine.py"]
+        assert len(engine) == 1, mode
+        hit = engine[0]
+        assert (hit.start_line, hit.end_line, hit.symbol) == (4, 85, "run_engine"), mode
+        assert hit.snippet.startswith("def run_engine(step_0):"), mode
+        assert hit.symbols == ["run_engine"], mode
+        # The chunk id is the window holding the signature: get_chunk reads from there.
+        view = search.get_chunk(database, project, hit.chunk_id)
+        assert view.start_line <= 4 <= view.end_line < 85 and "def run_engine" in view.text, mode
+        if mode == "keyword":
+            assert hits[0] == hit  # ranked by its best window, which alone holds "overdraft"
+
+
+def test_a_rankers_first_candidate_is_lifted_to_its_slot() -> None:
+    # Fifty chunks both rankers agree on outrank a keyword-only first candidate under RRF; a
+    # keyword slot of 3 puts it third, and a vector slot of 1 puts the vector #1 first.
+    shared = list(range(100, 150))
+    c = Candidates(vector=[7, *shared], keyword=[42, *shared])
+    plain = fuse(c, Ranking(vector_depth=60, keyword_depth=60))
+    order = sorted(plain, key=lambda cid: (-plain[cid], cid))
+    assert order.index(42) > 10
+    lifted = fuse(c, Ranking(vector_depth=60, keyword_depth=60, keyword_slot=3, vector_slot=1))
+    order = sorted(lifted, key=lambda cid: (-lifted[cid], cid))
+    assert order[0] == 7 and order[2] == 42
+    # A candidate already at or above its slot keeps its score (52 candidates in all).
+    assert fuse(c, Ranking(vector_depth=60, keyword_depth=60, keyword_slot=52))[42] == plain[42]
+    assert fuse(c, Ranking(vector_depth=60, keyword_depth=60, keyword_slot=51))[42] > plain[42]

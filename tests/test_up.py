@@ -179,6 +179,6 @@ def test_up_on_a_fresh_folder_writes_the_demo_config_and_serves_it(
     assert url == f"http://127.0.0.1:{port}/rag-mcp/{name}"
     wait_until_served(url, token)
     # The demo indexes the product's docs too, which speak of the same check: ask for code.
-    hits = search(url, token, "compare the token in constant time", language="python")["hits"]
+    hits = search(url, token, "check the request token in constant time", language="python")["hits"]
     assert any(hit["path"] == "rag_server/app.py" for hit in hits), hits
     assert up.stop() == 0

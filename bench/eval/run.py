@@ -94,7 +94,8 @@ class Gathered:
     vector: list[list[int]]
     keyword: dict[str, list[list[int]]]  # per keyword variant
     exact: list[list[int]]
-    details: dict[int, dict[str, Any]]
+    details: dict[int, Any]
+    pieces: dict[int, Any]
 
 
 def gather(
@@ -142,8 +143,11 @@ def gather(
             print(f"\r  gathered {i}/{len(queries)}", end="", file=sys.stderr, flush=True)
     print(file=sys.stderr)
     details = lookup.chunks_by_id(conn, project.name, sorted(ids))
+    pieces = lookup.definition_pieces(conn, project.name, sorted(ids))
+    heads = sorted({p.head_id for p in pieces.values()} - details.keys())
+    details.update(lookup.chunks_by_id(conn, project.name, heads))
     conn.rollback()
-    return Gathered(list(queries), vector, keyword, exact, details)
+    return Gathered(list(queries), vector, keyword, exact, details, pieces)
 
 
 def replay(g: Gathered, variant: str, ranking: Ranking, mode: str) -> Scores:
@@ -161,8 +165,9 @@ def replay(g: Gathered, variant: str, ranking: Ranking, mode: str) -> Scores:
             keyword_depth=max(ranking.keyword_depth, TOP_K * 3),
         )
         scores = fuse(c, r)
-        ordered = sorted(scores, key=lambda cid: (-scores[cid], cid))[: TOP_K * 3]
-        out.add(first_gold(collapse(ordered, g.details, TOP_K), q))
+        ordered = sorted(scores, key=lambda cid: (-scores[cid], cid))[: TOP_K * ranking.shortlist]
+        hits = collapse(ordered, g.details, TOP_K, g.pieces)
+        out.add(first_gold([row for row, _ in hits], q))
     return out
 
 
