@@ -24,6 +24,19 @@ def term_stats(conn: Conn, project: str) -> TermStatsRow:
     return found[0] if found else TermStatsRow(-1.0, None, None)
 
 
+# Whether each server's pgvector has iterative scans (>= 0.8), asked once per server.
+_iterative_scan: dict[str, bool] = {}
+
+
+def has_iterative_scan(conn: Conn) -> bool:
+    key = conn.info.dsn
+    found = _iterative_scan.get(key)
+    if found is None:
+        found = conn.execute(sql.PGVECTOR_HAS_ITERATIVE_SCAN).fetchone() is not None
+        _iterative_scan[key] = found
+    return found
+
+
 def vector_candidates(
     conn: Conn,
     project: str,
@@ -36,7 +49,7 @@ def vector_candidates(
     the `hnsw.*` settings made here last until it ends. Filtered searches scan on until enough
     rows pass (pgvector >= 0.8's iterative scans), so a filter does not thin the list out."""
     conn.execute(sql.SET_EF_SEARCH, {"ef": str(max(ef_search, limit))})
-    if any(filters.values()) and conn.execute(sql.PGVECTOR_HAS_ITERATIVE_SCAN).fetchone():
+    if any(filters.values()) and has_iterative_scan(conn):
         conn.execute(sql.SET_ITERATIVE_SCAN)
     rows = conn.execute(
         statement(sql.VECTOR_CANDIDATES, project), {**filters, "vector": vector, "limit": limit}
