@@ -51,8 +51,13 @@ def vector_candidates(
     conn.execute(sql.SET_EF_SEARCH, {"ef": str(max(ef_search, limit))})
     if any(filters.values()) and has_iterative_scan(conn):
         conn.execute(sql.SET_ITERATIVE_SCAN)
+    # Never prepared: after a few runs on one connection PostgreSQL would switch a prepared
+    # statement to its generic plan, which sorts the whole table by distance (≈ 0.7 s at 100k
+    # chunks, against ≈ 5 ms through the HNSW index); planning it each time costs ≈ 0.2 ms.
     rows = conn.execute(
-        statement(sql.VECTOR_CANDIDATES, project), {**filters, "vector": vector, "limit": limit}
+        statement(sql.VECTOR_CANDIDATES, project),
+        {**filters, "vector": vector, "limit": limit},
+        prepare=False,
     ).fetchall()
     return [r[0] for r in rows]
 

@@ -38,7 +38,7 @@ from indexer.walk import root_problem
 
 DEFAULT_TOP_K = 10
 MAX_TOP_K = 50
-DEFAULT_EF_SEARCH = 40  # recall@10 0.99 against exact search at 105k chunks (docs/performance.md)
+DEFAULT_EF_SEARCH = 400
 SNIPPET_LINES = 12
 SNIPPET_CHARS = 600
 MAX_QUERY_CHARS = 2000

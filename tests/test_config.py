@@ -44,7 +44,7 @@ def test_defaults_with_an_empty_ini(tmp_path: Path) -> None:
     assert settings.embedding.provider == "local"
     assert settings.indexer.sweep_interval_minutes == 10
     assert settings.indexer.files_per_commit == DEFAULT_FILES_PER_COMMIT == 50
-    assert settings.search.ef_search == DEFAULT_EF_SEARCH == 40
+    assert settings.search.ef_search == DEFAULT_EF_SEARCH == 400
     assert settings.data_dir == tmp_path / ".data"
     assert settings.projects == {}
 
