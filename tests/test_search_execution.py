@@ -181,3 +181,20 @@ def test_the_query_cache_drops_the_least_recently_used() -> None:
     assert embedder.calls == ["a", "b", "c", "b"] and len(cache) == 2
     with pytest.raises(ValueError):
         QueryVectorCache(size=0)
+
+
+def test_the_vector_statement_is_planned_with_its_values_every_time(
+    database: Database, conn: Conn, project_name: str
+) -> None:
+    # A prepared vector statement would switch to PostgreSQL's generic plan after a few runs,
+    # which sorts every chunk by distance instead of walking the HNSW index: it is never
+    # prepared, however often one connection runs it.
+    project = corpus(conn, project_name)
+    embedder = CountingEmbedder()
+    filters = {"repo": None, "language": None, "path_re": None}
+    with database.reading() as reader, reader.transaction():
+        for n in range(12):
+            vector = np.asarray(embedder.embed_query(f"query {n}"), dtype=np.float32)
+            assert lookup.vector_candidates(reader, project.name, vector, filters, 30, 40)
+        prepared = reader.execute("SELECT statement FROM pg_prepared_statements").fetchall()
+    assert not [s for (s,) in prepared if "embedding <=>" in s]
