@@ -6,10 +6,12 @@ the real sweep into an embedded PostgreSQL under --cache (kept between runs). Em
 chunks at full length with the local model would take hours on a small CPU, so the index's
 vectors come from the shipped model on each chunk's first --tokens word pieces of its embedding
 text (header: path, language, symbol; then the start of the code): real vectors of the model's
-own distribution, from less text than a real sweep gives it. Queries: the docstring eval's and
-the questions eval's (bench/eval), embedded in full by the real default embedder.
+own distribution, from less text than a real sweep gives it. Once --model-minutes are spent (a
+build can be stopped and resumed: what is stored is kept), the remaining chunks get noisy copies
+of model vectors already stored; the manifest records how many of each. Queries: the docstring
+eval's and the questions eval's (bench/eval), embedded in full by the real default embedder.
 
-    .venv/bin/python bench/search_bench.py build            # index once (tens of minutes)
+    .venv/bin/python bench/search_bench.py build            # index once (an hour or more)
     .venv/bin/python bench/search_bench.py recall           # recall@10 and latency per ef_search
     .venv/bin/python bench/search_bench.py server           # search_code over HTTP
 """
