@@ -328,7 +328,9 @@ def main() -> None:
             with httpx.Client(headers={"X-RAG-Token": TOKEN}, timeout=60) as c:
                 i = 0
                 while time.monotonic() < stop:
-                    load_latencies.append(call(c, url, QUERIES[(i + n) % len(QUERIES)] + f" w{n}"))
+                    # Never repeated: the server reuses a repeated query's vector.
+                    query = QUERIES[(i + n) % len(QUERIES)] + f" w{n} {i}"
+                    load_latencies.append(call(c, url, query))
                     i += 1
 
         threads = [threading.Thread(target=worker, args=(n,)) for n in range(args.concurrency)]

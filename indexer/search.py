@@ -10,8 +10,9 @@ snippet — never whole files.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,7 @@ from indexer.db import Database
 from indexer.embed import Embedder, EmbeddingModel, ensure_same_model
 from indexer.errors import InvalidArgument
 from indexer.project import Project
+from indexer.query_cache import QueryVectorCache
 from indexer.ranking import (
     DEFAULT_RANKING,
     Candidates,
@@ -201,12 +203,15 @@ def search_code(
     ef_search: int = DEFAULT_EF_SEARCH,
     mode: str = "hybrid",
     ranking: Ranking = DEFAULT_RANKING,
+    query_vectors: QueryVectorCache | None = None,
 ) -> list[SearchHit]:
     """Ranked hits for `query` in `project`; `mode` is hybrid, vector or keyword.
 
-    The query is embedded before a connection is taken (an embedding may wait on a busy or
-    slow model; a pooled connection must not wait with it); then one short read transaction
-    checks the index's model and runs both rankers.
+    The lists that need no query vector (keyword, exact symbol, verbatim identifier) are
+    gathered on a connection of their own in a second thread while this one embeds the query
+    (from `query_vectors` when it was embedded lately), then checks the index's model and runs
+    the vector side on another connection; no pooled connection waits on the model. Both sides
+    read committed data: a chunk a concurrent sweep removed in between is skipped.
     """
     query = _check_arguments(query, top_k, path_glob)
     if mode not in ("hybrid", "vector", "keyword"):
@@ -214,37 +219,54 @@ def search_code(
     if repo is not None and project.root(repo) is None:
         names = ", ".join(r.name for r in project.roots)
         raise InvalidArgument(f"repo {repo!r} is not a root of this project: use one of {names}")
+    if mode != "keyword" and embedder is None:
+        raise InvalidArgument("vector search needs an embedder")
     filters = {
         "repo": repo,
         "language": check_language(language),
         "path_re": glob_to_regex(path_glob) if path_glob else None,
     }
-    query_vector, model = None, None
-    if mode != "keyword":
-        if embedder is None:
-            raise InvalidArgument("vector search needs an embedder")
-        model = embedder.identity
-        query_vector = embedder.embed_query(query)
-    with db.reading(f"searching {project.name}") as conn, conn.transaction():
-        if model is not None:
-            recorded = store.get_meta(conn, project.name, "embedding")
-            if recorded is not None:
-                ensure_same_model(EmbeddingModel.from_dict(recorded), model, project.name)
-        candidates = gather_candidates(
-            conn,
-            project.name,
-            query_vector,
-            query,
-            filters,
-            ef_search,
-            ranking,
-            top_k * 3,
-            keyword=mode != "vector",
-        )
-        scores = fuse(candidates, at_least(ranking, top_k * 3))
-        ordered = sorted(scores, key=lambda cid: (-scores[cid], cid))[: top_k * ranking.shortlist]
-        details, pieces = shaping_rows(conn, project.name, ordered)
-    hits = collapse(ordered, details, top_k, pieces)
+    depth = at_least(ranking, top_k * 3)
+    what = f"searching {project.name}"
+
+    def other_lists(holding: Callable[[], None]) -> Candidates:
+        if mode == "vector" and not SYMBOL_QUERY_RE.match(query):
+            return Candidates()
+        with db.reading(what) as conn, conn.transaction():
+            holding()
+            return other_candidates(conn, project.name, query, filters, depth, mode != "vector")
+
+    if mode == "keyword":
+        with db.reading(what) as conn, conn.transaction():
+            candidates = other_candidates(conn, project.name, query, filters, depth)
+            scores, hits = _fused_rows(conn, project.name, candidates, depth, top_k)
+    else:
+        assert embedder is not None
+        with _Concurrent(other_lists) as others:
+            model = embedder.identity
+            vector = (
+                query_vectors.vector(embedder, query)
+                if query_vectors is not None
+                else embedder.embed_query(query)
+            )
+            # Take a connection only once the other side holds its own: a search never holds
+            # one while waiting for another, so a full pool cannot deadlock searches.
+            others.wait_holding()
+            with db.reading(what) as conn, conn.transaction():
+                recorded = store.get_meta(conn, project.name, "embedding")
+                if recorded is not None:
+                    ensure_same_model(EmbeddingModel.from_dict(recorded), model, project.name)
+                nearest = lookup.vector_candidates(
+                    conn,
+                    project.name,
+                    _vector_param(vector),
+                    filters,
+                    depth.vector_depth,
+                    ef_search,
+                )
+                found = others.result()
+                candidates = replace(found, vector=nearest)
+                scores, hits = _fused_rows(conn, project.name, candidates, depth, top_k)
     now = clock.now()
     problems = {repo: _root_problem(project, repo) for repo in {row.repo for row, _ in hits}}
     return [
@@ -258,6 +280,56 @@ def search_code(
         )
         for row, ranked_by in hits
     ]
+
+
+def _fused_rows(
+    conn: store.Conn, project: str, candidates: Candidates, ranking: Ranking, top_k: int
+) -> tuple[dict[int, float], list[tuple[rows.StoredChunk, int]]]:
+    """Fuse the lists, read the rows of the best `shortlist x top_k` (and the pieces of the
+    definitions they split), and collapse them to `top_k` hits, each with the id it ranks by."""
+    scores = fuse(candidates, ranking)
+    ordered = sorted(scores, key=lambda cid: (-scores[cid], cid))[: top_k * ranking.shortlist]
+    details, pieces = shaping_rows(conn, project, ordered)
+    return scores, collapse(ordered, details, top_k, pieces)
+
+
+class _Concurrent:
+    """Runs `work` in a thread of its own from `with` on. `work` calls the function it is
+    given once it holds its connection; `wait_holding()` waits for that (or for the end);
+    `result()` waits for the end and returns the value or raises the error. Leaving the block
+    always waits, so no connection outlives the search."""
+
+    def __init__(self, work: Callable[[Callable[[], None]], Candidates]) -> None:
+        self._work = work
+        self._value: Candidates | None = None
+        self._error: BaseException | None = None
+        self._holding = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="code-rag-search", daemon=True)
+
+    def _run(self) -> None:
+        try:
+            self._value = self._work(self._holding.set)
+        except BaseException as exc:  # handed to the caller by result()
+            self._error = exc
+        finally:
+            self._holding.set()
+
+    def __enter__(self) -> _Concurrent:
+        self._thread.start()
+        return self
+
+    def wait_holding(self) -> None:
+        self._holding.wait()
+
+    def result(self) -> Candidates:
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+        assert self._value is not None
+        return self._value
+
+    def __exit__(self, *exc: object) -> None:
+        self._thread.join()
 
 
 def _age(indexed_at: datetime | None, now: datetime) -> int | None:
@@ -282,17 +354,32 @@ def gather_candidates(
     keyword: bool = True,
 ) -> Candidates:
     """The vector list (when a query vector is given), the keyword list (unless `keyword` is
-    False) and the exact symbol matches, under `filters`; inside the caller's transaction."""
+    False) and the exact symbol matches, under `filters`, one after the other inside the
+    caller's transaction (`search_code` runs the two sides at once)."""
     ranking = at_least(ranking, min_depth)
     vector: list[int] = []
     if query_vector is not None:
         vector = lookup.vector_candidates(
             conn, project, _vector_param(query_vector), filters, ranking.vector_depth, ef_search
         )
+    others = other_candidates(conn, project, query, filters, ranking, keyword)
+    return replace(others, vector=vector)
+
+
+def other_candidates(
+    conn: store.Conn,
+    project: str,
+    query: str,
+    filters: Mapping[str, Any],
+    ranking: Ranking,
+    keyword: bool = True,
+) -> Candidates:
+    """Every list but the vector one: the keyword list (unless `keyword` is False), the exact
+    symbol matches and the verbatim identifiers (with the keyword side)."""
     keyword_ids = keyword_candidates(conn, project, query, filters, ranking) if keyword else []
     exact = exact_symbol(conn, project, query, filters) if SYMBOL_QUERY_RE.match(query) else []
     verbatim = verbatim_code(conn, project, query, filters) if keyword else []
-    return Candidates(vector, keyword_ids, exact, verbatim)
+    return Candidates([], keyword_ids, exact, verbatim)
 
 
 def query_identifiers(query: str) -> list[str]:

@@ -24,6 +24,7 @@ from indexer.db import Database
 from indexer.embed import Embedder
 from indexer.errors import ProjectNotFound, RagError, SweepRunning
 from indexer.project import Project
+from indexer.query_cache import QueryVectorCache
 from indexer.status import ProjectStatus, project_status
 from indexer.sweep import sweep_project
 from rag_server.config import Settings, select_projects, sweep_options
@@ -98,6 +99,8 @@ class Service:
         self.settings = settings
         self.db = database
         self.embedder = embedder
+        # Vectors of recent queries: a repeated query skips the model.
+        self.query_vectors = QueryVectorCache()
         self.projects: dict[str, Project] = dict(settings.projects)
         self._lock = threading.Lock()
         self._active: dict[str, ActiveRun] = {}

@@ -292,6 +292,7 @@ def search_handler(service: Service, project: Project, args: Mapping[str, Any]) 
         language=args.get("language") or None,
         path_glob=args.get("path_glob") or None,
         ef_search=service.settings.search.ef_search,
+        query_vectors=service.query_vectors,
     )
     result = bound_hits(query.strip(), [_finite(hit.to_dict()) for hit in hits])
     if not hits:

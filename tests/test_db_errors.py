@@ -60,8 +60,9 @@ def in_use(db: Database) -> int:
 def test_a_stalled_query_embedding_holds_no_connection(
     small_pool: Database, indexed: tuple[Project, Any], ollama_standin: OllamaStandin
 ) -> None:
-    # The query is embedded before a connection is taken: while Ollama stalls, the pool's
-    # two connections serve two other searches at the same moment.
+    # The query is embedded before the search takes its connection: while Ollama stalls, the
+    # pool's two connections serve two other searches at the same moment. (The keyword side,
+    # run meanwhile on a connection of its own, returns it as soon as its lists are read.)
     project, embedder = indexed
     ollama_standin.reset_counters()
     ollama_standin.delay_seconds = 3.0
@@ -74,6 +75,9 @@ def test_a_stalled_query_embedding_holds_no_connection(
     while ollama_standin.embed_requests == 0 and time.monotonic() < deadline:
         time.sleep(0.01)
     assert ollama_standin.embed_requests == 1  # the stalled search is waiting on Ollama now
+    deadline = time.monotonic() + 5
+    while in_use(small_pool) and time.monotonic() < deadline:
+        time.sleep(0.01)
     assert in_use(small_pool) == 0
 
     start = threading.Barrier(2)

@@ -1,0 +1,447 @@
+"""Search latency at ~100k chunks of real code: HNSW recall by ef_search, and search_code over HTTP.
+
+Corpus: the Python packages of bench/sweep_bench.py (transformers, sympy, numpy, pygments,
+litestar, psycopg, mcp from the project's .venv: ≈ 6,200 files, ≈ 105k chunks), indexed once by
+the real sweep into an embedded PostgreSQL under --cache (kept between runs). Embedding 105k
+chunks at full length with the local model would take hours on a small CPU, so the index's
+vectors come from the shipped model on each chunk's first --tokens word pieces of its embedding
+text (header: path, language, symbol; then the start of the code): real vectors of the model's
+own distribution, from less text than a real sweep gives it. Once --model-minutes are spent (a
+build can be stopped and resumed: what is stored is kept), the remaining chunks get noisy copies
+of model vectors already stored; the manifest records how many of each. Queries: the docstring
+eval's and the questions eval's (bench/eval), embedded in full by the real default embedder.
+
+    .venv/bin/python bench/search_bench.py build            # index once (an hour or more)
+    .venv/bin/python bench/search_bench.py recall           # recall@10 and latency per ef_search
+    .venv/bin/python bench/search_bench.py server           # search_code over HTTP
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import random
+import statistics
+import sys
+import tempfile
+import threading
+import time
+import zlib
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(HERE / "eval"))
+sys.path.insert(0, str(HERE.parent / "tests"))
+
+import machine  # noqa: E402  (bench/machine.py, beside this script)
+import numpy as np  # noqa: E402
+from sweep_bench import CORPUS, SITE, project  # noqa: E402
+
+from indexer import lookup, sql, store  # noqa: E402
+from indexer.db import Database  # noqa: E402
+from indexer.embed import EmbedBatchResult, EmbeddingModel  # noqa: E402
+from indexer.embed_local import LocalEmbedder  # noqa: E402
+from indexer.project import Project, Root  # noqa: E402
+from indexer.ranking import DEFAULT_RANKING  # noqa: E402
+from indexer.report import SweepProgress  # noqa: E402
+from indexer.search import DEFAULT_EF_SEARCH  # noqa: E402
+from indexer.sweep import SweepOptions, sweep_project  # noqa: E402
+
+PROJECT = "bench_search"
+CACHE = HERE / ".cache" / "search-100k"
+DEFAULT_TOKENS = 32
+NOISE_SIGMA = 0.0247  # |noise|^2 = 384 sigma^2 ≈ 0.23: cosine ≈ 0.9 to the copied vector
+
+
+class FirstWindowEmbedder:
+    """The shipped local model on each document's first `tokens` word pieces (queries in full),
+    for `budget_s` seconds of the sweep; after that, each document gets a copy of a model vector
+    already in the index (chosen by a hash of its text) with Gaussian noise at cosine ≈ 0.9, so
+    the set keeps the model's own distribution. Its identity is the model's, so the server's
+    default embedder searches this index."""
+
+    def __init__(
+        self, inner: LocalEmbedder, tokens: int, budget_s: float, pool: np.ndarray
+    ) -> None:
+        self.inner = inner
+        self.tokens = tokens
+        self.deadline = time.monotonic() + budget_s
+        self.pool = pool  # model vectors to copy from once the budget is spent
+        self.embedded = 0
+        self.copied = 0
+        self.started = time.perf_counter()
+
+    @property
+    def identity(self) -> EmbeddingModel:
+        return self.inner.identity
+
+    def _cut(self, texts: Sequence[str]) -> list[str]:
+        encoded = self.inner.runtime.tokenizer.encode_batch(list(texts), add_special_tokens=False)
+        return [
+            t if len(e.offsets) <= self.tokens else t[: e.offsets[self.tokens - 1][1]]
+            for t, e in zip(texts, encoded, strict=True)
+        ]
+
+    def _copy(self, text: str) -> list[float]:
+        rng = np.random.default_rng(zlib.crc32(text.encode()))
+        base = self.pool[rng.integers(len(self.pool))]
+        v = base + rng.standard_normal(base.shape[0]) * NOISE_SIGMA
+        return [float(x) for x in v / np.linalg.norm(v)]
+
+    def embed_documents(
+        self, texts: Sequence[str], labels: Sequence[str] | None = None
+    ) -> EmbedBatchResult:
+        before = self.embedded + self.copied
+        if time.monotonic() < self.deadline or not len(self.pool):
+            result = self.inner.embed_documents(self._cut(texts), labels)
+            self.embedded += len(texts)
+        else:
+            result = EmbedBatchResult(vectors=[self._copy(t) for t in texts], requests=0)
+            self.copied += len(texts)
+        if before // 5000 != (self.embedded + self.copied) // 5000:
+            took = time.perf_counter() - self.started
+            print(
+                f"  {self.embedded:,} chunks embedded, {self.copied:,} copied, {took:.0f} s",
+                flush=True,
+            )
+        return result
+
+    def embed_query(self, text: str) -> list[float]:
+        return self.inner.embed_query(text)
+
+    def close(self) -> None:
+        self.inner.close()
+
+
+def open_database(cache: Path) -> Database:
+    cache.mkdir(parents=True, exist_ok=True)
+    cache.chmod(0o755)  # the embedded server runs as its own user
+    return Database("", cache).open()
+
+
+def model_vectors(db: Database, limit: int = 20_000) -> tuple[int, np.ndarray]:
+    """How many chunks the index holds now, and up to `limit` of their vectors (a resumed
+    build: every chunk already there was embedded by the model)."""
+    with db.connection() as conn:
+        if not store.project_exists(conn, PROJECT):
+            return 0, np.zeros((0, 384), dtype=np.float32)
+        rows = conn.execute(
+            store.statement(
+                "SELECT embedding FROM {schema}.rag_chunk WHERE embedding IS NOT NULL "
+                "ORDER BY id LIMIT %(limit)s",
+                PROJECT,
+            ),
+            {"limit": limit},
+        ).fetchall()
+        chunks = store.summary(conn, PROJECT).chunks
+    return chunks, np.asarray([r[0].to_numpy() for r in rows], dtype=np.float32)
+
+
+def build(cache: Path, tokens: int, budget_s: float) -> None:
+    manifest = cache / "manifest.json"
+    if manifest.exists():
+        print(f"index exists: {manifest.read_text().strip()}")
+        return
+    print(f"machine: {machine.describe()}")
+    db = open_database(cache)
+    try:
+        proj = project(PROJECT, CORPUS)
+        before, pool = model_vectors(db)
+        embedder = FirstWindowEmbedder(LocalEmbedder(), tokens, budget_s, pool)
+        started = time.perf_counter()
+        report = sweep_project(db, proj, embedder, SweepOptions())
+        took = time.perf_counter() - started
+        with db.connection() as conn:
+            chunks = store.summary(conn, PROJECT).chunks
+        facts = {
+            "project": PROJECT,
+            "packages": list(CORPUS),
+            "files": report.files_seen,
+            "chunks": chunks,
+            "tokens": tokens,
+            "model": embedder.identity.describe(),
+            "model_vectors_before_resume": before,
+            "model_vectors_this_run": embedder.embedded,
+            "copied_vectors": embedder.copied,
+            "files_failed": report.files_failed,
+            "seconds_this_run": round(took),
+            "machine": machine.describe(),
+        }
+        manifest.write_text(json.dumps(facts) + "\n")
+        print(json.dumps(facts, indent=1))
+    finally:
+        db.close()
+
+
+# --- queries --------------------------------------------------------------------------------
+
+
+def eval_queries() -> list[str]:
+    """The docstring eval's test-split queries and every question of the questions eval."""
+    import corpus  # bench/eval/corpus.py
+    import questions  # bench/eval/questions.py
+
+    with tempfile.TemporaryDirectory(prefix="code-rag-docstrings-") as tmp:
+        docstrings, _ = corpus.build_corpus(Path(tmp))
+    texts = [q.text for q in docstrings if q.split == "test"]
+    texts += [q.text for q in questions.load_questions()]
+    return list(dict.fromkeys(texts))
+
+
+def query_vectors(cache: Path, embedder: LocalEmbedder) -> tuple[list[str], np.ndarray]:
+    """The eval queries and their vectors from the real embedder (computed once, kept)."""
+    texts = eval_queries()
+    kept_texts, kept_vectors = cache / "queries.json", cache / "queries.npy"
+    if kept_texts.exists() and json.loads(kept_texts.read_text()) == texts:
+        return texts, np.load(kept_vectors)
+    vectors = np.asarray([embedder.embed_query(t) for t in texts], dtype=np.float32)
+    np.save(kept_vectors, vectors)
+    kept_texts.write_text(json.dumps(texts))
+    return texts, vectors
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+def figures(values: Sequence[float]) -> str:
+    ms = [v * 1000 for v in values]
+    return f"p50 {percentile(ms, 0.5):6.1f} ms  p95 {percentile(ms, 0.95):6.1f} ms"
+
+
+# --- recall ---------------------------------------------------------------------------------
+
+NO_FILTERS: dict[str, Any] = {"repo": None, "language": None, "path_re": None}
+
+
+def exact_nearest(conn: Any, vector: np.ndarray, k: int) -> list[int]:
+    """The true `k` nearest chunks: the same statement with index scans switched off."""
+    rows = conn.execute(
+        store.statement(sql.VECTOR_CANDIDATES, PROJECT),
+        {**NO_FILTERS, "vector": vector, "limit": k},
+        prepare=False,  # a plan cached with index scans off would outlive the setting
+    ).fetchall()
+    return [r[0] for r in rows]
+
+
+def recall(cache: Path, settings: Sequence[int], limit: int | None) -> None:
+    """recall@10 of the vector side (LIMIT vector_depth, as search_code asks) against exact
+    search, and its latency inside the database, per ef_search."""
+    print(f"machine: {machine.describe()}")
+    db = open_database(cache)
+    try:
+        _, vectors = query_vectors(cache, LocalEmbedder())
+        if limit and limit < len(vectors):  # spread over both evals' queries
+            vectors = vectors[np.linspace(0, len(vectors) - 1, limit).astype(int)]
+        depth = DEFAULT_RANKING.vector_depth
+        with db.connection() as conn:
+            chunks = store.summary(conn, PROJECT).chunks
+            print(f"{chunks:,} chunks; {len(vectors)} queries; vector side LIMIT {depth}")
+            kept = cache / f"truth-{len(vectors)}.json"
+            if kept.exists():
+                truth = json.loads(kept.read_text())
+            else:
+                started = time.perf_counter()
+                conn.execute("SET enable_indexscan = off")
+                truth = [exact_nearest(conn, v, 10) for v in vectors]
+                conn.execute("RESET enable_indexscan")
+                conn.commit()
+                took = (time.perf_counter() - started) / len(vectors)
+                print(f"exact search: {took * 1000:.0f} ms per query (mean)")
+                kept.write_text(json.dumps(truth))
+            print("ef_search  recall@10  min@10  latency in the database")
+            for ef in settings:
+                found, times = [], []
+                for v in vectors:
+                    t = time.perf_counter()
+                    with conn.transaction():
+                        ids = lookup.vector_candidates(conn, PROJECT, v, NO_FILTERS, depth, ef)
+                    times.append(time.perf_counter() - t)
+                    found.append(ids[:10])
+                per_query = [
+                    len(set(f) & set(t)) / len(t) for f, t in zip(found, truth, strict=True)
+                ]
+                print(
+                    f"{ef:>9}  {statistics.mean(per_query):9.4f}  {min(per_query):6.2f}  "
+                    f"{figures(times)}",
+                    flush=True,
+                )
+    finally:
+        db.close()
+
+
+# --- server ---------------------------------------------------------------------------------
+
+TOKEN = "bench-token-0123456789abcdef"
+SWEEPING = "bench_sweeping"
+
+
+class StopSweep(Exception):
+    pass
+
+
+def server(cache: Path, ef_values: Sequence[int], requests: int, seconds: float) -> None:
+    """search_code over HTTP: one client (ef_search values interleaved, one app each), four
+    clients, and one client while the same process sweeps another project with the model."""
+    import httpx
+    from server_bench import TimedEmbedder, call
+    from server_fixtures import ServerThread
+
+    from rag_server.app import create_app
+    from rag_server.config import (
+        DatabaseSettings,
+        EmbeddingSettings,
+        IndexerSettings,
+        SearchSettings,
+        ServerSettings,
+        Settings,
+    )
+
+    print(f"machine: {machine.describe()}")
+    db = open_database(cache)
+    inner = LocalEmbedder()
+    texts = eval_queries()
+    random.Random(7).shuffle(texts)
+    pending = iter(f"{t}" if n < len(texts) else f"{t} ({n})" for n, t in enumerate(texts * 20))
+    lock = threading.Lock()
+
+    def fresh_query() -> str:  # never repeated: every request embeds its query
+        with lock:
+            return next(pending)
+
+    proj = project(PROJECT, CORPUS)
+    sweeping = Project(SWEEPING, (Root(SITE / "litestar", "litestar"),))
+    apps, embedders = [], []
+    for ef in ef_values:
+        embedder = TimedEmbedder(inner)
+        settings = Settings(
+            config_path=cache / "application.ini",
+            data_dir=cache,
+            projects_path=cache / "rag-projects.json",
+            server=ServerSettings("127.0.0.1", 0, TOKEN),
+            database=DatabaseSettings(""),
+            embedding=EmbeddingSettings("local"),
+            indexer=IndexerSettings(),
+            search=SearchSettings(ef_search=ef),
+            projects={PROJECT: proj, SWEEPING: sweeping},
+        )
+        apps.append(create_app(settings, database=db, embedder=embedder, schedule=False))
+        embedders.append(embedder)
+    servers = [ServerThread(app).start() for app in apps]
+    try:
+        with db.connection() as conn:
+            chunks = store.summary(conn, PROJECT).chunks
+        clients = [httpx.Client(headers={"X-RAG-Token": TOKEN}, timeout=60) for _ in servers]
+        urls = [s.url(PROJECT) for s in servers]
+        for _ in range(5):  # warm-up: model sessions, pool, plans, term statistics
+            for c, u in zip(clients, urls, strict=True):
+                call(c, u, fresh_query())
+        for e in embedders:
+            e.query_seconds.clear()
+        totals: list[list[float]] = [[] for _ in servers]
+        for _ in range(requests):
+            for n, (c, u) in enumerate(zip(clients, urls, strict=True)):
+                totals[n].append(call(c, u, fresh_query()))
+        print(f"\n{chunks:,} chunks; model {inner.identity.describe()}")
+        print(f"one client, {requests} requests per setting, interleaved, top_k 10, hybrid:")
+        for ef, total, e in zip(ef_values, totals, embedders, strict=True):
+            print(f"  ef_search {ef:>4}: total {figures(total)}   embed {figures(e.query_seconds)}")
+
+        def clients_for(n_clients: int, url: str, until: float) -> list[float]:
+            latencies: list[float] = []
+
+            def worker() -> None:
+                with httpx.Client(headers={"X-RAG-Token": TOKEN}, timeout=60) as c:
+                    while time.monotonic() < until:
+                        latencies.append(call(c, url, fresh_query()))
+
+            threads = [threading.Thread(target=worker) for _ in range(n_clients)]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+            return latencies
+
+        loaded = clients_for(4, urls[0], time.monotonic() + seconds)
+        print(
+            f"4 clients, {seconds:.0f} s, ef_search {ef_values[0]}: {len(loaded)} requests "
+            f"({len(loaded) / seconds:.1f}/s), {figures(loaded)}"
+        )
+
+        with db.connection() as conn:
+            if store.project_exists(conn, SWEEPING):
+                store.drop_project(conn, SWEEPING)
+                conn.commit()
+        stop = threading.Event()
+        swept: list[int] = []
+
+        def progress(p: SweepProgress) -> None:
+            swept.append(p.files_done)
+            if stop.is_set():
+                raise StopSweep
+
+        def sweep() -> None:
+            with contextlib.suppress(StopSweep):
+                sweep_project(
+                    db, sweeping, inner, SweepOptions(files_per_commit=5), progress=progress
+                )
+
+        sweeper = threading.Thread(target=sweep)
+        sweeper.start()
+        time.sleep(5)  # the sweep is past its walk and embedding
+        during = clients_for(1, urls[0], time.monotonic() + seconds)
+        alive = sweeper.is_alive()
+        stop.set()
+        sweeper.join()
+        print(
+            f"1 client during a sweep of {SWEEPING} (local model, same process; "
+            f"{'still running' if alive else 'FINISHED EARLY'} at the end, "
+            f"{swept[-1] if swept else 0} files done): {len(during)} requests, {figures(during)}"
+        )
+        for c in clients:
+            c.close()
+    finally:
+        for s in servers:
+            s.stop()
+        db.close()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("part", choices=("build", "recall", "server"))
+    parser.add_argument("--cache", type=Path, default=CACHE)
+    parser.add_argument("--tokens", type=int, default=DEFAULT_TOKENS, help="build: per chunk")
+    parser.add_argument(
+        "--model-minutes", type=float, default=120, help="build: model time before copies"
+    )
+    parser.add_argument(
+        "--ef", default="30,40,50,64,80,100,150,200,400", help="recall: ef_search values"
+    )
+    parser.add_argument("--queries", type=int, default=0, help="recall: first N queries only")
+    parser.add_argument(
+        "--ef-search",
+        default=f"{DEFAULT_EF_SEARCH}",
+        help="server: ef_search values compared side by side, the first also under load",
+    )
+    parser.add_argument("--requests", type=int, default=200, help="server: per ef_search")
+    parser.add_argument("--seconds", type=float, default=30, help="server: per loaded phase")
+    args = parser.parse_args()
+    if args.part == "build":
+        build(args.cache, args.tokens, args.model_minutes * 60)
+    elif args.part == "recall":
+        recall(args.cache, [int(x) for x in args.ef.split(",")], args.queries)
+    else:
+        ef_values = [int(x) for x in args.ef_search.split(",")]
+        server(args.cache, ef_values, args.requests, args.seconds)
+
+
+if __name__ == "__main__":
+    main()
