@@ -18,7 +18,7 @@ from indexer.db import Database
 from indexer.embed import EmbedBatchResult, EmbeddingModel
 from indexer.errors import ModelMismatch
 from indexer.query_cache import QueryVectorCache
-from indexer.ranking import DEFAULT_RANKING, at_least, collapse, fuse
+from indexer.ranking import DEFAULT_RANKING, at_least, collapse, fuse, shaping_rows
 from indexer.search import search_code
 from tests.test_search import DIM, FixedEmbedder, stored_project, unit
 
@@ -69,9 +69,9 @@ def sequential_hits(
             conn, project.name, vector, query, filters, search.DEFAULT_EF_SEARCH, ranking
         )
         scores = fuse(found, ranking)
-        ordered = sorted(scores, key=lambda cid: (-scores[cid], cid))[: top_k * 3]
-        details = lookup.chunks_by_id(conn, project.name, ordered)
-    return [row.chunk_id for row in collapse(ordered, details, top_k)]
+        ordered = sorted(scores, key=lambda cid: (-scores[cid], cid))[: top_k * ranking.shortlist]
+        details, pieces = shaping_rows(conn, project.name, ordered)
+    return [row.chunk_id for row, _ in collapse(ordered, details, top_k, pieces)]
 
 
 QUERIES = ("parse the order of a request", "retry_with_backoff", "Invoice7", "total invoice")
