@@ -114,7 +114,9 @@ def test_an_interrupted_scan_stops_the_database_too(
     # non-zero, and the embedded server it started does not outlive it.
     for i in range(40):
         (folder / "src" / f"m{i:02d}.py").write_text(f"def f{i}():\n    return {i}\n")
-    ollama_standin.delay_seconds = 0.5
+    # Each embedding request takes 3 s: the Ctrl-C a second after "to index" lands in the
+    # sweep however the files are batched and however busy the machine is.
+    ollama_standin.delay_seconds = 3.0
     env = {k: v for k, v in os.environ.items() if not k.startswith("CODE_RAG_")}
     proc = subprocess.Popen(
         [sys.executable, "-m", "rag_server.cli", "scan", "demo"],
