@@ -21,7 +21,7 @@ from chunkers import Chunk, ChunkerConfig, Symbol, chunk_file
 from indexer import lexical, store
 from indexer.report import SweepReport
 from indexer.walk import Candidate
-from indexer.workers import ProcessMap
+from indexer.workers import ProcessMap, WorkersUnavailable
 
 log = logging.getLogger("code_rag.sweep")
 
@@ -76,23 +76,35 @@ class Preparer:
         self, todo: Sequence[tuple[Candidate, store.FileState | None]], workers: int
     ) -> Generator[Prepared, None, None]:
         """Each file of `todo` prepared, in order: here, or in `workers` processes."""
-        if workers < 1:
+        pool = None
+        if workers >= 1:
+            try:
+                pool = ProcessMap(workers, prepare_in_worker, (self.chunker, self.redo))
+            except WorkersUnavailable as exc:
+                log.warning("%s; preparing files in this process instead", exc)
+        if pool is None:
             for cand, state in todo:
                 yield self.prepare(cand, state)
             return
-        context = (self.chunker, self.redo)
-        with ProcessMap(workers, prepare_in_worker, context) as pool:
-            for prepared, seconds in pool.imap(todo, failed_in_worker):
-                for phase, value in seconds.items():
-                    self.report.add_time(phase, value)
-                if prepared.error is not None and prepared.error.startswith("chunking failed"):
-                    log.warning(
-                        "%s/%s: %s",
-                        prepared.candidate.repo,
-                        prepared.candidate.path,
-                        prepared.error,
-                    )
-                yield prepared
+        done = 0
+        with pool:
+            try:
+                for prepared, seconds in pool.imap(todo, failed_in_worker):
+                    for phase, value in seconds.items():
+                        self.report.add_time(phase, value)
+                    if prepared.error is not None and prepared.error.startswith("chunking failed"):
+                        log.warning(
+                            "%s/%s: %s",
+                            prepared.candidate.repo,
+                            prepared.candidate.path,
+                            prepared.error,
+                        )
+                    yield prepared
+                    done += 1
+            except WorkersUnavailable as exc:  # a replacement worker could not start
+                log.warning("%s; preparing the remaining files in this process", exc)
+                for cand, state in todo[done:]:
+                    yield self.prepare(cand, state)
 
     def prepare(self, cand: Candidate, state: store.FileState | None) -> Prepared:
         prepared = self._prepare(cand, state)

@@ -26,6 +26,16 @@ MAX_WORKERS = 4
 MIN_ITEMS = 100
 # Results waiting to be handed out, per worker, before no more items are sent.
 WINDOW_PER_WORKER = 8
+# A worker that has not said it is ready after this long is taken as unable to start.
+START_TIMEOUT_S = 60.0
+# The first message of every worker, once its process runs our loop.
+READY = "ready"
+
+
+class WorkersUnavailable(RuntimeError):
+    """Worker processes could not be started here (for instance a script without an
+    `if __name__ == "__main__":` guard, which every spawned process runs again): the work is
+    done in this process instead."""
 
 
 def free_cores() -> int:
@@ -50,6 +60,7 @@ def worker_count(items: int, requested: int | None = None) -> int:
 def _serve(conn: Connection, fn: Callable[[Any, Any], Any], context: Any) -> None:
     """A worker's loop: (index, item) in, (index, ok, result or error text) out; None stops."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
+    conn.send(READY)
     while True:
         try:
             task = conn.recv()
@@ -78,6 +89,19 @@ class _Worker:
         child.close()
         self.index: int | None = None  # the item it works on
         self.since = 0.0
+
+    def wait_ready(self, timeout_s: float) -> None:
+        """Wait for the worker's first message; raise WorkersUnavailable if it dies first or
+        stays silent (its process could not even reach our loop)."""
+        try:
+            if self.conn.poll(timeout_s) and self.conn.recv() == READY:
+                return
+            problem = f"no word from it within {timeout_s:g} s"
+        except (EOFError, OSError):
+            self.process.join(5)
+            problem = f"it exited with code {self.process.exitcode} before its first item"
+        self.kill()
+        raise WorkersUnavailable(f"a parsing worker process could not start: {problem}")
 
     def send(self, index: int, item: Any) -> None:
         self.index = index
@@ -118,6 +142,13 @@ class ProcessMap:
         self._context = context
         self._timeout_s = timeout_s
         self._workers = [_Worker(self._ctx, fn, context) for _ in range(workers)]
+        try:
+            for worker in self._workers:
+                worker.wait_ready(START_TIMEOUT_S)
+        except WorkersUnavailable:
+            for worker in self._workers:
+                worker.kill()
+            raise
 
     def __enter__(self) -> ProcessMap:
         return self
@@ -188,4 +219,6 @@ class ProcessMap:
             return
         results[index] = failed(todo[index], reason)
         worker.kill()
-        self._workers[self._workers.index(worker)] = _Worker(self._ctx, self._fn, self._context)
+        fresh = _Worker(self._ctx, self._fn, self._context)
+        self._workers[self._workers.index(worker)] = fresh
+        fresh.wait_ready(START_TIMEOUT_S)

@@ -6,6 +6,9 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
+import sys
+import types
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +26,7 @@ from indexer.prepare import Prepared, failed_in_worker, prepare_in_worker
 from indexer.project import Project, Root
 from indexer.sweep import SweepOptions, sweep_project
 from indexer.walk import Candidate
-from indexer.workers import ProcessMap
+from indexer.workers import ProcessMap, WorkersUnavailable
 
 __all__ = ["ollama_standin"]
 
@@ -199,3 +202,74 @@ def test_a_hanging_parse_fails_its_file_only(tmp_path: Path) -> None:
     assert [p.candidate.path for p in out] == ["stuck.py", "good.py", "again.py"]
     assert out[0].error is not None and "longer than 2 s" in out[0].error
     assert out[1].error is None and out[1].chunks and out[2].chunks
+
+
+# A script that sweeps at module level, with no `if __name__ == "__main__":` guard: every
+# spawned worker runs it again on start (and stops there: the sweep's lock is taken).
+UNGUARDED_SCRIPT = """
+import sys
+from pathlib import Path
+
+from indexer.db import Database
+from indexer.embed import EmbedBatchResult, EmbeddingModel
+from indexer.project import Project, Root
+from indexer.sweep import SweepOptions, sweep_project
+
+
+class Flat:
+    identity = EmbeddingModel("test", "flat", 4)
+
+    def embed_documents(self, texts, labels=None):
+        return EmbedBatchResult(vectors=[[1.0, 0.0, 0.0, 0.0] for _ in texts], requests=1)
+
+    def embed_query(self, text):
+        return [1.0, 0.0, 0.0, 0.0]
+
+    def close(self):
+        pass
+
+
+db = Database(sys.argv[1], Path(sys.argv[3])).open()
+project = Project(sys.argv[2], (Root(Path(sys.argv[3]), "src"),))
+report = sweep_project(db, project, Flat(), SweepOptions(prepare_workers=2))
+print("swept", report.outcome, report.files_changed, report.files_failed, flush=True)
+db.close()
+"""
+
+
+def test_workers_that_cannot_start_leave_the_parsing_to_the_sweep_itself(
+    dsn: str, conn: Conn, project_name: str, tmp_path: Path
+) -> None:
+    """A script with no main guard re-runs itself in every spawned worker, which then exits
+    before its first file: the sweep says so and parses in its own process, and no file
+    fails."""
+    src = tmp_path / "src"
+    src.mkdir()
+    for i in range(12):
+        (src / f"m{i:02d}.py").write_text(f"def f{i}():\n    return {i}\n", encoding="utf-8")
+    script = tmp_path / "sweep_now.py"
+    script.write_text(UNGUARDED_SCRIPT, encoding="utf-8")
+    root = Path(__file__).resolve().parent.parent
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    done = subprocess.run(
+        [sys.executable, str(script), dsn, project_name, str(src)],
+        capture_output=True, text=True, timeout=180, env=env, cwd=tmp_path,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "swept ok 12 0" in done.stdout, (done.stdout, done.stderr[-2000:])
+    assert "could not start" in done.stderr and "in this process instead" in done.stderr
+    states = store.file_states(conn, project_name)
+    conn.rollback()
+    assert len(states) == 12 and all(s.error is None for s in states.values())
+
+
+def test_a_process_map_whose_workers_cannot_start_says_so() -> None:
+    # The function lives in a module only this process has: a spawned worker cannot load it.
+    module = types.ModuleType("only_here")
+    exec("def double(context, item):\n    return item * 2\n", module.__dict__)
+    sys.modules["only_here"] = module
+    try:
+        with pytest.raises(WorkersUnavailable, match="could not start: it exited with code"):
+            ProcessMap(2, module.double, None)
+    finally:
+        del sys.modules["only_here"]
