@@ -118,11 +118,16 @@ class _Sweep:
                 store.clear_project(conn, self.name)
             store.set_embedding_dimension(conn, self.name, identity.dimension)
             store.set_meta(conn, self.name, "embedding", identity.to_dict())
+            # Recorded only once every file has been chunked again (`_chunked_with_this_version`):
+            # a sweep stopped half-way leaves the old version, and the next one redoes the rest.
             if store.get_meta(conn, self.name, "chunker_version") != CHUNKER_VERSION:
                 redo = True
-                store.set_meta(conn, self.name, "chunker_version", CHUNKER_VERSION)
         conn.commit()
         return redo
+
+    def _chunked_with_this_version(self) -> None:
+        with self.conn.transaction():
+            store.set_meta(self.conn, self.name, "chunker_version", CHUNKER_VERSION)
 
     # -- the phases --------------------------------------------------------------------------
 
@@ -180,6 +185,8 @@ class _Sweep:
         report.files_deleted += removed_roots + store.delete_files(self.conn, self.name, gone)
         self.conn.commit()
         report.add_time("delete", time.perf_counter() - t)
+        if self.redo and not unavailable:  # an unavailable root's files were not chunked again
+            self._chunked_with_this_version()
 
     def _bulk(
         self,

@@ -12,7 +12,7 @@ import pytest
 from index_rows import execute, file_symbols
 from ollama_standin import OllamaStandin, ollama_standin
 
-from chunkers import chunk_file
+from chunkers import CHUNKER_VERSION, chunk_file
 from indexer import store
 from indexer.db import Database
 from indexer.embedders import make_embedder
@@ -141,6 +141,40 @@ def test_an_index_from_before_the_symbol_table_fills_it_without_re_embedding(
     assert ollama_standin.embedding_calls == 0
     assert file_symbols(conn, project.name, "shop", "cart.py") == expected(SHOP)
     assert file_text(conn, project.name, "cart.py") == SHOP
+    conn.rollback()
+
+
+class Stopped(Exception):
+    """Stands for anything that ends a sweep early: Ctrl-C, a kill, a lost connection."""
+
+
+def test_a_sweep_stopped_after_a_chunker_change_leaves_the_redo_to_the_next(
+    database: Database,
+    conn: Conn,
+    project: Project,
+    embedder: Any,
+    ollama_standin: OllamaStandin,
+) -> None:
+    # An index made by an older chunker (here: without its text blocks). The sweep that
+    # would chunk every file again is stopped before writing anything; the index must still
+    # say it needs that, so the next sweep does it.
+    sweep(database, project, embedder)
+    execute(conn, project.name, "DELETE FROM {schema}.rag_text_block")
+    store.set_meta(conn, project.name, "chunker_version", 1)
+    conn.commit()
+
+    def stop(progress: Any) -> None:
+        raise Stopped(progress.phase)
+
+    with pytest.raises(Stopped):
+        sweep_project(database, project, embedder, SweepOptions(), progress=stop)
+    assert store.get_meta(conn, project.name, "chunker_version") == 1
+    conn.rollback()
+    ollama_standin.reset_counters()
+    sweep(database, project, embedder)
+    assert ollama_standin.embedding_calls == 0
+    assert file_text(conn, project.name, "cart.py") == SHOP
+    assert store.get_meta(conn, project.name, "chunker_version") == CHUNKER_VERSION
     conn.rollback()
 
 
