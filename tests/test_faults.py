@@ -13,6 +13,7 @@ from __future__ import annotations
 import shutil
 import tempfile
 import threading
+import time
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,6 +22,7 @@ from typing import Any
 import httpx
 import psycopg
 import pytest
+from psycopg_pool import PoolTimeout
 
 pytest.register_assert_rewrite("server_fixtures")
 
@@ -79,6 +81,27 @@ class OwnPostgres:
         server = self._server
         with server._lock:
             server.ensure_postgres_running()
+        self._wait_for_a_whole_pool()
+
+    def _wait_for_a_whole_pool(self, timeout_s: float = 120.0) -> None:
+        """Wait until the pool can hand out every connection at once again. After an outage
+        its reconnection attempts back off (seconds, then tens of seconds apart), and what a
+        test does next must not depend on where that backoff stands."""
+        pool = self.database.pool
+        assert pool is not None
+        deadline = time.monotonic() + timeout_s
+        while True:
+            held: list[Any] = []
+            try:
+                for _ in range(pool.max_size):
+                    held.append(pool.getconn(timeout=5))
+                return
+            except PoolTimeout:
+                if time.monotonic() > deadline:
+                    raise
+            finally:
+                for conn in held:
+                    pool.putconn(conn)
 
     def close(self) -> None:
         self.database.close()
