@@ -33,6 +33,7 @@ sys.path.insert(0, str(HERE))
 
 import machine  # noqa: E402
 from psycopg import sql as pgsql  # noqa: E402
+from sweep_bench import CORPUS as SWEEP_CORPUS  # noqa: E402
 from sweep_bench import ZeroCostEmbedder, fresh, project  # noqa: E402
 
 from indexer import migrations, sql, store  # noqa: E402
@@ -65,11 +66,9 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
-def part1(db: Database, runs: int) -> None:
-    proj = project("bench_nav_store", STORE_CORPUS)
-    print(
-        f"\n## Part 1: store time of a first sweep, {', '.join(STORE_CORPUS)}, zero-cost embedder"
-    )
+def part1(db: Database, runs: int, corpus: tuple[str, ...]) -> None:
+    proj = project("bench_nav_store", corpus)
+    print(f"\n## Part 1: store time of a first sweep, {', '.join(corpus)}, zero-cost embedder")
     with_nav, without = [], []
     saved = (store._replace_symbols, store.text_rows, sql.DELETE_FILE_TEXT)
     for run in range(runs):
@@ -286,6 +285,12 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=2)
     parser.add_argument("--target", type=int, default=100_000)
     parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument(
+        "--store-corpus",
+        choices=("small", "sweep"),
+        default="small",
+        help="part 1's packages: three (575 files), or the sweep benchmark's (6,221 files)",
+    )
     parser.add_argument("--keep", type=Path, help="a data folder to keep (and reuse) the index in")
     args = parser.parse_args()
     print(machine.describe())
@@ -296,7 +301,7 @@ def main() -> None:
     try:
         with Database("", data) as db:
             if args.part in (None, 1):
-                part1(db, args.runs)
+                part1(db, args.runs, STORE_CORPUS if args.store_corpus == "small" else SWEEP_CORPUS)
             if args.part in (None, 2):
                 part2(db, args.target, args.queries)
     finally:

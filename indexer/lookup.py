@@ -21,7 +21,7 @@ from indexer.rows import (
     SymbolHit,
     TermStatsRow,
 )
-from indexer.store import Conn, like_escape, statement, typed_rows
+from indexer.store import Conn, like_escape, spelled, statement, typed_rows
 
 # --- search --------------------------------------------------------------------------------
 
@@ -108,9 +108,10 @@ def verbatim_chunks(
 ) -> list[tuple[int, str | None]]:
     """(chunk id, language) of chunks holding `text` verbatim (case and all), at most `limit`."""
     pattern = "%" + like_escape(text) + "%"
+    spelled_pattern = "%" + spelled(text) + "%"
     rows = conn.execute(
         statement(sql.VERBATIM_CHUNKS, project),
-        {**filters, "pattern": pattern, "limit": limit},
+        {**filters, "pattern": pattern, "spelled_pattern": spelled_pattern, "limit": limit},
         prepare=False,
     ).fetchall()
     return [(r[0], r[1]) for r in rows]
@@ -188,13 +189,13 @@ def check_regex(conn: Conn, pattern: str) -> None:
 def grep_lines(
     conn: Conn,
     project: str,
-    block_op: str,
     line_op: str,
     params: Mapping[str, Any],
+    block: sql.BlockMatch,
     *,
     exclude_definitions: bool = False,
 ) -> list[LineMatch]:
     """Matching lines, at most `params["limit"]`, in no set order (see `sql.grep`). Never
     prepared: whether the trigram index helps depends on the pattern."""
-    query = statement(sql.grep(block_op, line_op, exclude_definitions=exclude_definitions), project)
+    query = statement(sql.grep(line_op, block, exclude_definitions=exclude_definitions), project)
     return typed_rows(conn, LineMatch, query, params, prepare=False)

@@ -7,6 +7,8 @@ Statements that touch a project use the placeholder `{schema}`, filled only with
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from psycopg import sql as pgsql
 
 # The marker on every schema we create; nothing without it is ever listed, altered or dropped.
@@ -88,13 +90,10 @@ ANALYZE_CHUNKS = "ANALYZE {schema}.rag_chunk"
 # The trigram indexes are dropped and rebuilt around a bulk load like the HNSW index (the
 # migrations create them under the same names).
 DROP_TRGM = [
-    "DROP INDEX IF EXISTS {schema}.rag_text_block_trgm",
     "DROP INDEX IF EXISTS {schema}.rag_text_block_spelled_trgm",
     "DROP INDEX IF EXISTS {schema}.rag_name_trgm",
 ]
 CREATE_TRGM = [
-    "CREATE INDEX IF NOT EXISTS rag_text_block_trgm"
-    " ON {schema}.rag_text_block USING gin (content gin_trgm_ops)",
     "CREATE INDEX IF NOT EXISTS rag_text_block_spelled_trgm"
     " ON {schema}.rag_text_block USING gin (spelled gin_trgm_ops)",
     "CREATE INDEX IF NOT EXISTS rag_name_trgm ON {schema}.rag_name USING gin (name gin_trgm_ops)",
@@ -333,7 +332,8 @@ SELECT c.id
 """
 )
 # Chunks holding `%(pattern)s` (a LIKE pattern) verbatim, with their file's language: files
-# through the trigram index on their text blocks, then their chunks. `limit` is one more than
+# through the trigram index on their text blocks (`%(spelled_pattern)s`: the same, spelled),
+# then their chunks. `limit` is one more than
 # the caller uses, so it can tell a distinctive identifier from a common one.
 VERBATIM_CHUNKS = (
     """
@@ -341,7 +341,7 @@ SELECT c.id, f.language
   FROM {schema}.rag_chunk c
   JOIN {schema}.rag_file f ON f.id = c.file_id
  WHERE c.file_id IN (SELECT b.file_id FROM {schema}.rag_text_block b
-                      WHERE b.content LIKE %(pattern)s)
+                      WHERE b.spelled LIKE %(spelled_pattern)s)
    AND c.content LIKE %(pattern)s
 """
     + _SEARCH_FILTERS
@@ -460,7 +460,8 @@ SELECT name, qualified_name, kind, start_line, end_line, signature, parent
 # block's first line plus its place in the block. No ORDER BY: the scan stops as soon as
 # `limit` lines are found instead of reading every candidate block first (a common word
 # matches most of them); the caller sorts what it got. `{block_match}` narrows blocks through
-# a trigram index (a literal: `spelled`; a regex: `content`); `{line_match}` picks their lines.
+# the trigram index on `spelled` (the literal, or a regex's needles, spelled) and, for a
+# regex, the regex over the block; `{line_match}` picks their lines.
 _GREP = (
     """
 SELECT m.repo, m.path, (m.start_line + x.n - 1)::int AS line,
@@ -493,13 +494,37 @@ _NOT_A_DEFINITION = """
 """
 
 
-def grep(block_op: str, line_op: str, *, exclude_definitions: bool = False) -> str:
-    """Matching lines: blocks chosen by `%(block_pattern)s` with `block_op` (over `spelled`
-    for LIKE, `content` for a regex), lines by `%(line_pattern)s` with `line_op` (keys of the
-    text matches above), definition lines of `%(name)s` left out when asked."""
-    column = "b.spelled" if block_op in ("like", "ilike") else "b.content"
+@dataclass(frozen=True)
+class BlockMatch:
+    """Which text blocks `grep` reads: those whose `spelled` text matches, with `needle_op`
+    (like, ilike), every needle of one alternative (`needles`: each alternative's count;
+    parameters `%(needle_<alternative>_<n>)s`, LIKE patterns over the spelled text; none:
+    every block), and the block regex (`block_regex`: regex, iregex; parameter
+    `%(block_pattern)s`) when given."""
+
+    needles: tuple[int, ...]
+    needle_op: str
+    block_regex: str | None = None
+
+
+def grep(line_op: str, block: BlockMatch, *, exclude_definitions: bool = False) -> str:
+    """Matching lines: the blocks `block` picks, their lines by `%(line_pattern)s` with
+    `line_op` (a key of the text matches above), definition lines of `%(name)s` left out
+    when asked."""
+    alternatives = [
+        " AND ".join(
+            _TEXT_MATCH[block.needle_op].format(col="b.spelled", param=f"needle_{a}_{n}")
+            for n in range(count)
+        )
+        for a, count in enumerate(block.needles)
+    ]
+    conditions = ["(" + " OR ".join(f"({a})" for a in alternatives) + ")"] if alternatives else []
+    if block.block_regex is not None:
+        conditions.append(
+            _TEXT_MATCH[block.block_regex].format(col="b.content", param="block_pattern")
+        )
     return _GREP.format(
-        block_match=_TEXT_MATCH[block_op].format(col=column, param="block_pattern"),
+        block_match="\n           AND ".join(conditions) or "TRUE",
         line_match=_TEXT_MATCH[line_op].format(col="x.l", param="line_pattern"),
         exclude=_NOT_A_DEFINITION if exclude_definitions else "",
     )

@@ -1,10 +1,11 @@
 """Exact-text navigation: every line that says X (`grep`) and every use of an identifier
 (`find_references`), over the indexed text of each file.
 
-A pg_trgm index over blocks of whole lines (`store.text_rows`; for a literal, over their
-spelled form, whose trigrams span punctuation) picks the blocks that can match, then their
-lines are matched one by one in PostgreSQL, so a literal means the same here as in the
-database and a regex is PostgreSQL's (ARE) syntax, checked before it runs. Answers are bounded
+A pg_trgm index over the spelled form of blocks of whole lines (`store.text_rows`: trigrams
+that span punctuation) picks the blocks that can match (those holding the literal, or a
+regex's needles: `needles.py`), then their lines are matched one by one in PostgreSQL, so a
+literal means the same here as in the database and a regex is PostgreSQL's (ARE) syntax,
+checked before it runs. Answers are bounded
 three ways: a result cap (one more row is read to know whether the list is `complete`), a
 statement timeout, and a cap on each line's length.
 """
@@ -18,8 +19,10 @@ from typing import Any
 from indexer import lookup, store
 from indexer.db import Database
 from indexer.errors import InvalidArgument
+from indexer.needles import needles
 from indexer.project import Project
 from indexer.rows import LineMatch
+from indexer.sql import BlockMatch
 from indexer.symbols import filters
 
 DEFAULT_MAX_RESULTS = 100
@@ -93,21 +96,45 @@ def grep(
         "max_line_chars": MAX_LINE_CHARS,
     }
     if regex:
-        op = "regex" if case_sensitive else "iregex"
-        # Newline-sensitive over a block, so `^` and `$` mean a line's edges there too.
-        params["block_pattern"] = "(?n)" + pattern
+        line_op = "regex" if case_sensitive else "iregex"
         params["line_pattern"] = pattern
+        params["block_pattern"] = newline_sensitive(pattern)
+        found = needles(pattern)
+        alternatives = found.alternatives if found else ()
+        for a, alternative in enumerate(alternatives):
+            for n, needle in enumerate(alternative):
+                params[f"needle_{a}_{n}"] = "%" + store.spelled(needle) + "%"
+        ignore_case = not case_sensitive or (found is not None and found.ignore_case)
+        block = BlockMatch(
+            needles=tuple(len(a) for a in alternatives),
+            needle_op="ilike" if ignore_case else "like",
+            block_regex=line_op,
+        )
     else:
-        op = "like" if case_sensitive else "ilike"
+        line_op = "like" if case_sensitive else "ilike"
         # Spelled, a literal holds no LIKE wildcard or escape: `%`, `_` and `\` are letters.
-        params["block_pattern"] = "%" + store.spelled(pattern) + "%"
+        params["needle_0_0"] = "%" + store.spelled(pattern) + "%"
         params["line_pattern"] = "%" + store.like_escape(pattern) + "%"
+        block = BlockMatch(needles=(1,), needle_op=line_op)
     with db.reading(f"searching the text of {project.name}", timeout_ms=GREP_TIMEOUT_MS) as conn:
         if regex:
             lookup.check_regex(conn, pattern)
-        rows = lookup.grep_lines(conn, project.name, op, op, params)
-    needle = None if regex else pattern
-    return _bounded(rows, max_results, needle, case_sensitive)
+        rows = lookup.grep_lines(conn, project.name, line_op, params, block)
+    return _bounded(rows, max_results, None if regex else pattern, case_sensitive)
+
+
+def newline_sensitive(pattern: str) -> str:
+    """`pattern` with the option that makes `^`, `$` and `.` stop at newlines, so over a
+    block they mean a line's edges as they do over a line: added to the options the pattern
+    starts with, where it has any (PostgreSQL takes them at the very start only)."""
+    if pattern.startswith("***="):
+        return "(?nq)" + pattern[4:]
+    if pattern.startswith("***:"):
+        pattern = pattern[4:]
+    options = re.match(r"\(\?([a-z]*)\)", pattern)
+    if options:
+        return f"(?n{options.group(1)})" + pattern[options.end() :]
+    return "(?n)" + pattern
 
 
 def _bounded(
@@ -159,13 +186,13 @@ def find_references(
         rows = lookup.grep_lines(
             conn,
             project.name,
-            "like",
             "regex",
             {
                 **params,
-                "block_pattern": "%" + store.spelled(name) + "%",
+                "needle_0_0": "%" + store.spelled(name) + "%",
                 "line_pattern": word_regex(name),
             },
+            BlockMatch(needles=(1,), needle_op="like"),
             exclude_definitions=True,
         )
     return _bounded(rows, max_results, name, True)

@@ -236,6 +236,35 @@ def test_grep_ignoring_case_and_by_regex(fx: Served) -> None:
     assert got(found) == [m for m in lines_where(lambda ln: "impl" in ln) if m[0].endswith(".rs")]
 
 
+# Regexes whose needles take each shape (one string, several, alternatives, none at all):
+# the same lines as Python's `re` finds, the syntax these use meaning the same in both.
+@pytest.mark.parametrize(
+    ("pattern", "flags"),
+    [
+        (r"self\.[a-z_]+", 0),
+        (r"***=::new(", 0),
+        (r"(return|yield) (None|nil|null)", 0),
+        (r"(public|private|protected) +(static +)?\w+", 0),
+        (r"(?:let|const|var) [a-z]+ = ", 0),
+        (r"\(\)\s*\{$", 0),
+        (r"e{2}", 0),
+        (r"(?i)RETURN", re.IGNORECASE),
+        (r"CLASS \w+", re.IGNORECASE),
+    ],
+)
+def test_grep_by_regex_finds_every_line(fx: Served, pattern: str, flags: int) -> None:
+    ignoring_case = bool(flags) and not pattern.startswith("(?i)")
+    found = call(
+        fx, "grep", pattern=pattern, regex=True, case_sensitive=not ignoring_case, max_results=1000
+    )
+    assert found["complete"] is True
+    if pattern.startswith("***="):
+        assert got(found) == lines_where(lambda line: pattern[4:] in line) != []
+        return
+    assert got(found) == lines_where(lambda line: re.search(pattern, line, flags) is not None)
+    assert got(found)
+
+
 def test_grep_is_bounded_and_says_so(fx: Served) -> None:
     # Capped: five of the matching lines, sorted, and the flag that says there are more.
     everything = lines_where(lambda line: "e" in line)

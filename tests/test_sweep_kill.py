@@ -247,7 +247,6 @@ def test_a_bulk_sweep_killed_during_copy_or_index_build_leaves_files_whole_and_c
         "rag_name_trgm",
         "rag_symbol_name",
         "rag_text_block_spelled_trgm",
-        "rag_text_block_trgm",
         "rag_symbol_qualified_name",
         "rag_symbol_chunk",
     } <= set(index_names(conn, project_name))

@@ -116,7 +116,10 @@ def blocks(conn: Conn, project: str, path: str) -> list[tuple[int, str]]:
         {"path": path},
     ).fetchall()
     conn.rollback()
-    assert all(len(r[2]) == len(r[1]) for r in rows)  # spelled character for character
+    # Spelled line for line, each blank or punctuation character as two letters.
+    plain = set("".join(char for char, _ in store.SPELLING))
+    assert all(len(r[2]) == len(r[1]) + sum(c in plain for c in r[1]) for r in rows)
+    assert all(r[2].count("\n") == r[1].count("\n") for r in rows)
     return [(int(r[0]), str(r[1])) for r in rows]
 
 
@@ -278,3 +281,42 @@ def test_an_index_from_before_the_blocks_fills_them_without_re_embedding(
     assert [s.name for s in find_symbol(database, project, "neddle", match="fuzzy").symbols] == [
         "needle"
     ]
+
+
+def test_blocks_spelled_by_an_earlier_release_are_spelled_again(
+    database: Database, conn: Conn, project: Project, embedder: Any
+) -> None:
+    # Stage the spelling of the previous release (m004: one Cyrillic letter per blank or
+    # punctuation character, and a second trigram index on the plain text).
+    sweep(database, project, embedder)
+    cyrillic = "".join(chr(0x430 + i) for i in range(34))
+    conn.execute(
+        store.statement(
+            "UPDATE {schema}.rag_text_block SET spelled = translate(content, %(a)s, %(b)s)",
+            project.name,
+        ),
+        {"a": "".join(char for char, _ in store.SPELLING), "b": cyrillic},
+    )
+    execute(conn, project.name, migrations.M004_TEXT_BLOCKS[1])
+    execute(
+        conn, project.name, "DELETE FROM {schema}.rag_migration WHERE name = 'm005_ascii_spelling'"
+    )
+    conn.commit()
+
+    assert store.ensure_project(conn, project.name) == ["m005_ascii_spelling"]
+    conn.commit()
+    stored = conn.execute(
+        store.statement("SELECT content, spelled FROM {schema}.rag_text_block", project.name)
+    ).fetchall()
+    assert stored and all(spelled == store.spelled(content) for content, spelled in stored)
+    assert any(spelled != content for content, spelled in stored)
+    indexes = {
+        name
+        for (name,) in conn.execute(
+            "SELECT indexname FROM pg_indexes WHERE schemaname = %s", (project.name,)
+        )
+    }
+    assert "rag_text_block_spelled_trgm" in indexes and "rag_text_block_trgm" not in indexes
+    conn.rollback()
+    result = grep(database, project, "needle(", max_results=MAX_RESULTS)
+    assert found(result) == lines_where(lambda line: "needle(" in line) != []
