@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import random
+import re
 import shutil
 import statistics
 import sys
@@ -36,7 +37,7 @@ from psycopg import sql as pgsql  # noqa: E402
 from sweep_bench import CORPUS as SWEEP_CORPUS  # noqa: E402
 from sweep_bench import ZeroCostEmbedder, fresh, project  # noqa: E402
 
-from indexer import migrations, sql, store  # noqa: E402
+from indexer import sql, sql_bulk, store  # noqa: E402
 from indexer.db import Database  # noqa: E402
 from indexer.project import Project, Root  # noqa: E402
 from indexer.sweep import SweepOptions, sweep_project  # noqa: E402
@@ -48,8 +49,6 @@ STORE_CORPUS = ("litestar", "psycopg", "mcp")
 SOURCE = "bench_nav_src"
 SCALED = "bench_nav_100k"
 FILE_STEP = 10_000_000  # id offset per copy, far above any source id
-# Indexes rebuilt after the bulk copy (faster than maintaining them row by row).
-NAV_INDEXES = ("rag_symbol_name", "rag_symbol_qualified_name", "rag_symbol_chunk")
 
 
 def stop_embedded(data_dir: Path) -> None:
@@ -118,11 +117,9 @@ def build_scaled(db: Database, copies: int) -> None:
         store.ensure_project(conn, SCALED)
         conn.commit()
         store.set_embedding_dimension(conn, SCALED, 384)
-        store.drop_bulk_indexes(conn, SCALED)
+        store.drop_bulk_indexes(conn, SCALED)  # trigram, keyword and symbol indexes
         t = time.perf_counter()
         with conn.transaction():
-            for name in NAV_INDEXES:
-                conn.execute(pgsql.SQL("DROP INDEX {}").format(pgsql.Identifier(SCALED, name)))
             for k in range(copies):
                 off = {"off": k * FILE_STEP, "k": str(k)}
                 statements = [
@@ -148,10 +145,7 @@ def build_scaled(db: Database, copies: int) -> None:
         t = time.perf_counter()
         with conn.transaction():
             conn.execute(sql.SET_BUILD_MEMORY, {"mem": "1GB"})
-            for step in migrations.M002_SYMBOLS:
-                if any(step.split()[2:3] == [name] for name in NAV_INDEXES):
-                    conn.execute(store.statement(step, SCALED))
-            for step in sql.CREATE_TRGM:
+            for step in [*sql.CREATE_TRGM, *sql_bulk.CREATE_SECONDARY]:
                 conn.execute(store.statement(step, SCALED))
         with conn.transaction():
             for table in ("rag_file", "rag_chunk", "rag_symbol", "rag_text_block", "rag_name"):
@@ -274,6 +268,19 @@ def part2(db: Database, target: int, queries: int) -> None:
         50,
     )
     timed("grep literal, a symbol's name", [lambda w=w: grep(db, proj, w) for w in q["names"]], 50)
+    timed(
+        "grep regex, a name as a whole word",
+        [lambda w=w: grep(db, proj, rf"\m{re.escape(w)}\M", regex=True) for w in q["names"]],
+        50,
+    )
+    timed(
+        "grep regex, a definition of a name",
+        [
+            lambda w=w: grep(db, proj, rf"(def|class) +{re.escape(w)}\(", regex=True)
+            for w in q["names"]
+        ],
+        50,
+    )
     timed("find_references", [lambda w=w: find_references(db, proj, w) for w in q["names"]], 100)
     common = ["return", "self", "import", "def ", "None"] * 4
     timed("grep literal, common words", [lambda p=p: grep(db, proj, p) for p in common], 50)
