@@ -58,6 +58,9 @@ SYMBOL_QUERY_RE = re.compile(r"^[A-Za-z_$][\w$]*(?:(?:\.|::|#)[A-Za-z_$][\w$]*)*
 IDENTIFIER_RE = re.compile(r"[A-Za-z_$][\w$]*(?:(?:\.|::)[A-Za-z_$][\w$]*)*")
 CODE_SHAPED_RE = re.compile(r"_|\$|\d|[a-z][A-Z]|\.|::")
 MAX_VERBATIM_TERMS = 3
+# Shorter than a trigram, an identifier (`d0`, `x1`) cannot be looked up through the trigram
+# index: it would read every block of text, for a name too short to say much.
+MIN_VERBATIM_CHARS = 3
 # An identifier in more chunks than this is not distinctive: it gets no boost.
 MAX_VERBATIM_CHUNKS = 40
 
@@ -383,10 +386,14 @@ def other_candidates(
 
 
 def query_identifiers(query: str) -> list[str]:
-    """The code-shaped identifiers of a query, longest first (a single-word query counts
-    whatever its shape when it has an underscore, a capital inside, a digit or `$`)."""
+    """The code-shaped identifiers of a query of at least `MIN_VERBATIM_CHARS` characters,
+    longest first (a single-word query counts whatever its shape when it has an underscore, a
+    capital inside, a digit or `$`)."""
     found = {m.group(0) for m in IDENTIFIER_RE.finditer(query)}
-    shaped = sorted((w for w in found if CODE_SHAPED_RE.search(w)), key=lambda w: (-len(w), w))
+    shaped = sorted(
+        (w for w in found if CODE_SHAPED_RE.search(w) and len(w) >= MIN_VERBATIM_CHARS),
+        key=lambda w: (-len(w), w),
+    )
     return shaped[:MAX_VERBATIM_TERMS]
 
 

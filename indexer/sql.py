@@ -281,12 +281,14 @@ SELECT c.id, ts_rank_cd(%(weights)s::float4[], c.tsv, q.query) AS rank
 )
 # The weighted ranker: rows matching the selected (rarest) terms, at most `max_ranked` of them,
 # scored by the sum over all query terms of idf x the term's field-weighted rank in the chunk.
-# `{score}` is that sum, unrolled per term by `keyword_candidates_idf`. `tsv || ''` hands the
-# outer query one decompressed copy per row, instead of one per ts_rank call.
+# `{score}` is that sum, unrolled per term by `keyword_candidates_idf`. `setweight(tsv, 'A',
+# ARRAY[])` (weight A for no lexeme: the same tsvector) hands the outer query one decompressed copy
+# per row, instead of one per ts_rank call; it only copies, where `tsv || ''` merged the two
+# (a third of the ranker's time at 100k chunks).
 _KEYWORD_CANDIDATES_IDF = (
     """
 SELECT m.id, ({score}) AS score
-  FROM (SELECT c.id, c.tsv || ''::tsvector AS v
+  FROM (SELECT c.id, setweight(c.tsv, 'A', ARRAY[]::text[]) AS v
           FROM {{schema}}.rag_chunk c
           JOIN {{schema}}.rag_file f ON f.id = c.file_id
          WHERE c.tsv @@ to_tsquery('simple', %(tsquery)s)

@@ -131,6 +131,8 @@ def test_a_common_identifier_gets_no_verbatim_boost(
         "parseConfig",
         "MAX_SIZE",
     ]
+    # Too short for a trigram: looking it up would read every block of text.
+    assert search.query_identifiers("obs-utext = %d0 / x1 / v_12") == ["v_12"]
 
 
 def test_a_hit_names_every_definition_merged_into_it(demo: tuple[Any, Project, Any]) -> None:
