@@ -1,0 +1,180 @@
+"""Both evals at 100k chunks: their corpora among the search benchmark's ~105k chunks of real
+code, to judge levers that only bind at scale (the keyword side's row budget).
+
+The project `eval_at_scale` lives in the search benchmark's database (bench/search_bench.py,
+which must have been built): a copy of its index (files, chunks with their vectors and keyword
+vectors, symbols, text blocks), with the docstring eval's corpus and the questions eval's six
+libraries added as roots and swept with the shipped model (only their ~3,600 chunks are
+embedded; the copied files are unchanged). Then each query of a split of both evals is asked
+through `search_code` (hybrid, top_k 10) under each ranking variant, and scored as the evals
+score (`compare.first_hit`): Hit@1/5/10 and MRR@10 per variant, with a paired comparison to the
+product's ranking. The distractors' vectors are the benchmark's (first 32 word pieces, some
+noisy copies); the variants share them, so the comparison between variants is paired.
+
+    .venv/bin/python bench/eval/at_scale.py --split tune          # choose on the tuning split
+    .venv/bin/python bench/eval/at_scale.py                       # then the test split
+    .venv/bin/python bench/eval/at_scale.py --match-rows 5000,1000
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from dataclasses import replace
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(HERE.parent))
+sys.path.insert(0, str(HERE.parent.parent))
+
+import search_bench  # noqa: E402
+import sources  # noqa: E402
+from compare import CachedQueries, Gold, Scores, first_hit, query_vectors  # noqa: E402
+from corpus import build_corpus  # noqa: E402
+from index import CACHE, REPO_LABEL, prepare_dirs  # noqa: E402
+from psycopg import sql as pgsql  # noqa: E402
+from questions import ensure_valid  # noqa: E402
+from questions_eval import golds_of  # noqa: E402
+from sweep_bench import CORPUS, SITE  # noqa: E402
+
+from indexer import sql, store  # noqa: E402
+from indexer.db import Database  # noqa: E402
+from indexer.embedders import make_embedder  # noqa: E402
+from indexer.project import Project, Root  # noqa: E402
+from indexer.ranking import DEFAULT_RANKING  # noqa: E402
+from indexer.search import search_code  # noqa: E402
+from indexer.sweep import SweepOptions, sweep_project  # noqa: E402
+
+PROJECT = "eval_at_scale"
+COPIED = ("rag_file", "rag_chunk", "rag_symbol", "rag_text_block", "rag_meta")
+WITH_IDS = ("rag_file", "rag_chunk", "rag_symbol")
+
+
+def scaled_project(
+    questions_root: Path, libs: list[sources.Library], docstring_root: Path
+) -> Project:
+    roots = [Root(SITE / p, p) for p in CORPUS if (SITE / p).is_dir()]
+    roots += [Root(questions_root / lib.name, lib.name) for lib in libs]
+    roots.append(Root(docstring_root, REPO_LABEL))
+    return Project(PROJECT, tuple(roots))
+
+
+def copy_benchmark_index(db: Database) -> None:
+    """The search benchmark's index, copied row for row into PROJECT (indexes built after)."""
+    source = pgsql.Identifier(search_bench.PROJECT)
+    target = pgsql.Identifier(PROJECT)
+    with db.connection() as conn:
+        store.ensure_project(conn, PROJECT)
+        conn.commit()
+        store.set_embedding_dimension(conn, PROJECT, 384)
+        store.drop_bulk_indexes(conn, PROJECT)
+        with conn.transaction():
+            conn.execute(pgsql.SQL("DELETE FROM {}.rag_meta").format(target))
+            for table in COPIED:
+                conn.execute(
+                    pgsql.SQL("INSERT INTO {}.{} SELECT * FROM {}.{}").format(
+                        target, pgsql.Identifier(table), source, pgsql.Identifier(table)
+                    )
+                )
+            for table in WITH_IDS:
+                conn.execute(
+                    pgsql.SQL(
+                        "SELECT setval(pg_get_serial_sequence(%(t)s, 'id'), max(id)) FROM {}.{}"
+                    ).format(target, pgsql.Identifier(table)),
+                    {"t": f"{PROJECT}.{table}"},
+                )
+        store.build_bulk_indexes(conn, PROJECT)
+        with conn.transaction():
+            conn.execute(store.statement(sql.ANALYZE_CHUNKS, PROJECT))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--match-rows", default="5000,3000,2000", help="keyword row budgets to compare")
+    ap.add_argument("--ef-search", type=int, default=400)
+    ap.add_argument("--split", choices=("test", "tune"), default="test")
+    args = ap.parse_args()
+    budgets = [int(b) for b in args.match_rows.split(",")]
+    model = make_embedder("local")
+
+    docstring_root, _ = prepare_dirs(CACHE)
+    doc_queries, _digest = build_corpus(docstring_root)
+    questions = ensure_valid(cache=sources.CACHE)
+    libs, _digest = sources.ensure_corpus(sources.CACHE)
+    questions_root, _ = prepare_dirs(sources.CACHE)
+    golds = {
+        "docstring": [
+            Gold(q.qid, q.text, "python", ((REPO_LABEL, q.path, q.start_line, q.end_line),))
+            for q in doc_queries
+            if q.split == args.split
+        ],
+        "questions": golds_of([q for q in questions if q.split == args.split]),
+    }
+    vectors = {
+        **query_vectors(model, (g.text for g in golds["docstring"]), CACHE),
+        **query_vectors(model, (g.text for g in golds["questions"]), sources.CACHE),
+    }
+    cached = CachedQueries(model.identity, vectors)
+
+    db = search_bench.open_database(search_bench.CACHE)
+    try:
+        project = scaled_project(questions_root, libs, docstring_root)
+        with db.connection() as conn:
+            exists = store.project_exists(conn, PROJECT)
+        if not exists:
+            t = time.perf_counter()
+            copy_benchmark_index(db)
+            print(f"copied the benchmark's index in {time.perf_counter() - t:.0f} s", flush=True)
+        report = sweep_project(db, project, model, SweepOptions())
+        with db.connection() as conn:
+            chunks = store.summary(conn, PROJECT).chunks
+        print(
+            f"sweep: {report.files_changed:,} files changed, {report.chunks_written:,} chunks "
+            f"written in {report.seconds['total']:.0f} s; {chunks:,} chunks in the project"
+        )
+        variants = {b: replace(DEFAULT_RANKING, match_rows=b) for b in budgets}
+        for name, gold in golds.items():
+            print(
+                f"\n## {name} eval at scale, {args.split} split, {len(gold)} queries, hybrid, "
+                "top_k 10\n"
+            )
+            print("| match_rows | Hit@1 | Hit@5 | Hit@10 | MRR@10 | p50 ms | p95 ms |")
+            print("|---:|---:|---:|---:|---:|---:|---:|")
+            scores: dict[int, Scores] = {}
+            for budget, ranking in variants.items():
+                s = Scores()
+                for g in gold:
+                    start = time.perf_counter()
+                    hits = search_code(
+                        db, project, cached, g.text, top_k=10, ranking=ranking,
+                        ef_search=args.ef_search,
+                    )  # fmt: skip
+                    s.add(first_hit(hits, g), (time.perf_counter() - start) * 1000)
+                scores[budget] = s
+                ms = sorted(s.ms)
+                p50, p95 = ms[len(ms) // 2], ms[int(0.95 * (len(ms) - 1))]
+                print(
+                    f"| {budget:,} | {s.hit(1):.3f} | {s.hit(5):.3f} | {s.hit(10):.3f} | "
+                    f"{s.mrr():.3f} | {p50:.1f} | {p95:.1f} |",
+                    flush=True,
+                )
+            base = scores.get(DEFAULT_RANKING.match_rows)
+            for budget, s in scores.items():
+                if base is None or s is base:
+                    continue
+                better = sum(
+                    (a or 99) < (b or 99) for a, b in zip(s.ranks, base.ranks, strict=True)
+                )
+                worse = sum((a or 99) > (b or 99) for a, b in zip(s.ranks, base.ranks, strict=True))
+                print(
+                    f"match_rows {budget:,} against {DEFAULT_RANKING.match_rows:,}: "
+                    f"better on {better}, worse on {worse} of {len(s.ranks)} queries"
+                )
+    finally:
+        db.close()
+
+
+if __name__ == "__main__":
+    main()
