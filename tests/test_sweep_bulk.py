@@ -57,7 +57,7 @@ SELECT f.path, to_jsonb(t) - 'file_id'
   FROM {schema}.rag_text_block t JOIN {schema}.rag_file f ON f.id = t.file_id
  ORDER BY 1, 2::text
 """
-INDEXES = "SELECT indexname FROM pg_indexes WHERE schemaname = %s ORDER BY 1"
+INDEXES = "SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = %s ORDER BY 1"
 
 
 def rows(conn: Conn, project: str, query: str) -> list[tuple[Any, ...]]:
@@ -67,7 +67,11 @@ def rows(conn: Conn, project: str, query: str) -> list[tuple[Any, ...]]:
 
 
 def indexes(conn: Conn, project: str) -> list[str]:
-    found = [r[0] for r in conn.execute(INDEXES, (project,)).fetchall()]
+    # Definitions without the schema: the two projects' must read the same.
+    found = [
+        f"{name}: {definition.replace(project, '{schema}')}"
+        for name, definition in conn.execute(INDEXES, (project,)).fetchall()
+    ]
     conn.rollback()
     return found
 
@@ -119,8 +123,10 @@ def test_the_bulk_load_writes_exactly_the_rows_of_the_per_file_path(
             expected = rows(conn, per_file.name, query)
             assert expected
             assert rows(conn, bulk.name, query) == expected
-        # Every index the migrations create is there again after the load.
+        # Every index the migrations create is there again after the load, built alike.
         assert indexes(conn, bulk.name) == indexes(conn, per_file.name)
+        [hnsw] = [i for i in indexes(conn, bulk.name) if i.startswith("rag_chunk_embedding_hnsw")]
+        assert "ef_construction='200'" in hnsw
 
         # Nothing changed: nothing is written, the index stays as it is.
         again = sweep_project(database, bulk, embedder, options)
