@@ -113,13 +113,9 @@ CREATE_TRGM = [
     " ON {schema}.rag_text_block USING gin (spelled gin_trgm_ops)",
     "CREATE INDEX IF NOT EXISTS rag_name_trgm ON {schema}.rag_name USING gin (name gin_trgm_ops)",
 ]
-# ef_construction 200 rather than pgvector's 64: recall@10 0.958 against 0.910 at ef_search 400
-# on 105k chunks, and more hits on the developer questions at that scale, for 2.6x the build
-# (docs/performance.md, "Both evals at 100k chunks").
 CREATE_HNSW = """
 CREATE INDEX IF NOT EXISTS rag_chunk_embedding_hnsw
     ON {schema}.rag_chunk USING hnsw (embedding vector_cosine_ops)
-    WITH (m = 16, ef_construction = 200)
 """
 
 # --- files and chunks -----------------------------------------------------------------------
