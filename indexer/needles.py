@@ -42,26 +42,28 @@ class _GiveUp(Exception):
     """A syntax the parser does not follow: nothing is required."""
 
 
-def needles(pattern: str) -> Needles | None:
-    """The needles of `pattern` (PostgreSQL ARE syntax, already known to compile), or None
-    when some match need not hold any string of `MIN_NEEDLE` characters."""
-    ignore_case = False
+def leading_options(pattern: str) -> tuple[str, str]:
+    """(the embedded options `pattern` starts with, the pattern after them): PostgreSQL takes
+    `***=` (the rest is a literal, given here as `q`), `***:` and `(?flags)` at the start only."""
     if pattern.startswith("***="):
-        literal = pattern[4:]
-        return Needles(((literal,),)) if len(literal) >= MIN_NEEDLE else None
+        return "q", pattern[4:]
     if pattern.startswith("***:"):
         pattern = pattern[4:]
     options = re.match(r"\(\?([a-z]*)\)", pattern)
-    if options:
-        flags = set(options.group(1))
-        if "q" in flags and flags - {"q", "c", "i"} == set():
-            literal = pattern[options.end() :]
-            ignore_case = "i" in flags and "c" not in flags
-            return Needles(((literal,),), ignore_case) if len(literal) >= MIN_NEEDLE else None
-        if not flags <= _PLAIN_FLAGS:
+    return (options.group(1), pattern[options.end() :]) if options else ("", pattern)
+
+
+def needles(pattern: str) -> Needles | None:
+    """The needles of `pattern` (PostgreSQL ARE syntax, already known to compile), or None
+    when some match need not hold any string of `MIN_NEEDLE` characters."""
+    flags, pattern = leading_options(pattern)
+    ignore_case = "i" in flags and "c" not in flags
+    if "q" in flags:
+        if set(flags) - {"q", "c", "i"}:
             return None
-        ignore_case = "i" in flags and "c" not in flags
-        pattern = pattern[options.end() :]
+        return Needles(((pattern,),), ignore_case) if len(pattern) >= MIN_NEEDLE else None
+    if not set(flags) <= _PLAIN_FLAGS:
+        return None
     try:
         parser = _Parser(pattern)
         need = parser.alternation()

@@ -19,7 +19,7 @@ from typing import Any
 from indexer import lookup, store
 from indexer.db import Database
 from indexer.errors import InvalidArgument
-from indexer.needles import needles
+from indexer.needles import leading_options, needles
 from indexer.project import Project
 from indexer.rows import LineMatch
 from indexer.sql import BlockMatch
@@ -127,14 +127,8 @@ def newline_sensitive(pattern: str) -> str:
     """`pattern` with the option that makes `^`, `$` and `.` stop at newlines, so over a
     block they mean a line's edges as they do over a line: added to the options the pattern
     starts with, where it has any (PostgreSQL takes them at the very start only)."""
-    if pattern.startswith("***="):
-        return "(?nq)" + pattern[4:]
-    if pattern.startswith("***:"):
-        pattern = pattern[4:]
-    options = re.match(r"\(\?([a-z]*)\)", pattern)
-    if options:
-        return f"(?n{options.group(1)})" + pattern[options.end() :]
-    return "(?n)" + pattern
+    flags, rest = leading_options(pattern)
+    return f"(?n{flags})" + rest
 
 
 def _bounded(
