@@ -234,6 +234,17 @@ _SEARCH_FILTERS = """
    AND (%(language)s::text IS NULL OR f.language = %(language)s)
    AND (%(path_re)s::text IS NULL OR f.path ~ %(path_re)s)
 """
+# The same filters over chunks alone, for statements that need nothing else of the file: with
+# no filter set the planner folds this to true and reads no file row (as a join it hashed all
+# files for every search: 1.7 ms of 14 at 100k chunks). Statements using it are never prepared.
+_CHUNK_FILTERS = (
+    """
+   AND ((%(repo)s::text IS NULL AND %(language)s::text IS NULL AND %(path_re)s::text IS NULL)
+        OR EXISTS (SELECT 1 FROM {schema}.rag_file f
+                    WHERE f.id = c.file_id"""
+    + _SEARCH_FILTERS
+    + "))\n"
+)
 SET_EF_SEARCH = "SELECT set_config('hnsw.ef_search', %(ef)s, true)"
 # Filtered searches keep scanning the HNSW graph until enough rows pass the filters
 # (pgvector >= 0.8); without it a filter would thin out a short candidate list.
@@ -290,10 +301,9 @@ _KEYWORD_CANDIDATES_IDF = (
 SELECT m.id, ({score}) AS score
   FROM (SELECT c.id, setweight(c.tsv, 'A', ARRAY[]::text[]) AS v
           FROM {{schema}}.rag_chunk c
-          JOIN {{schema}}.rag_file f ON f.id = c.file_id
          WHERE c.tsv @@ to_tsquery('simple', %(tsquery)s)
 """
-    + _SEARCH_FILTERS
+    + _CHUNK_FILTERS.replace("{schema}", "{{schema}}")
     + """
          LIMIT %(max_ranked)s) AS m
  ORDER BY score DESC, m.id

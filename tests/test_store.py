@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import psycopg
@@ -240,3 +241,77 @@ def test_interactive_reads_give_up_instead_of_hanging(database: Database) -> Non
         conn.execute("SELECT pg_sleep(5)")
     with database.connection() as conn:
         assert conn.execute("SHOW statement_timeout").fetchone() == ("0",)
+
+
+def _toasted_keywords(conn: Conn, project: str) -> tuple[int, int]:
+    """(rows, rows whose keyword vector lives out of line in the TOAST table)."""
+    row = conn.execute(
+        store.statement(
+            "SELECT count(*), count(*) FILTER (WHERE pg_column_toast_chunk_id(tsv) IS NOT NULL)"
+            " FROM {schema}.rag_chunk",
+            project,
+        )
+    ).fetchone()
+    assert row is not None
+    return row[0], row[1]
+
+
+def _keyword_statistics(conn: Conn, project: str) -> bool:
+    row = conn.execute(
+        "SELECT most_common_elems IS NOT NULL FROM pg_stats"
+        " WHERE schemaname = %s AND tablename = 'rag_chunk' AND attname = 'tsv'",
+        (project,),
+    ).fetchone()
+    return bool(row and row[0])
+
+
+def test_keyword_vectors_stay_in_their_row_and_older_rows_are_moved_in(
+    conn: Conn, project_name: str
+) -> None:
+    # Rows the size of real ones: 384-d vectors, a chunk of code, a hundred distinct terms.
+    def sized(ordinal: int, file: int = 0) -> ChunkRow:
+        words = [f"name{file}n{ordinal}x{i * 7919 % 10007}" for i in range(100)]
+        return replace(
+            chunk(ordinal, " ".join(words), dim=384),
+            content="\n".join(f"    value_{i} = compute(value_{i - 1}, {i})" for i in range(40)),
+            body_terms=" ".join(words),
+        )
+
+    store.ensure_project(conn, project_name)
+    store.set_embedding_dimension(conn, project_name, 384)
+    # Stage the layout of the previous release: keyword vectors moved out of line first.
+    conn.execute(
+        store.statement(
+            "ALTER TABLE {schema}.rag_chunk ALTER COLUMN tsv SET STORAGE EXTENDED", project_name
+        )
+    )
+    conn.execute(
+        store.statement(
+            "DELETE FROM {schema}.rag_migration WHERE name = 'm006_inline_keywords'", project_name
+        )
+    )
+    store.upsert_file(conn, project_name, record(), [sized(i) for i in range(4)])
+    conn.execute(store.statement("ANALYZE {schema}.rag_chunk", project_name))
+    conn.commit()
+    assert _toasted_keywords(conn, project_name) == (4, 4)
+    assert _keyword_statistics(conn, project_name)
+    before = conn.execute(
+        store.statement("SELECT id, tsv::text FROM {schema}.rag_chunk ORDER BY id", project_name)
+    ).fetchall()
+
+    assert store.ensure_project(conn, project_name) == ["m006_inline_keywords"]
+    conn.commit()
+    assert _toasted_keywords(conn, project_name) == (4, 0)
+    assert _keyword_statistics(conn, project_name)  # the ranker's term rarities survive
+    after = conn.execute(
+        store.statement("SELECT id, tsv::text FROM {schema}.rag_chunk ORDER BY id", project_name)
+    ).fetchall()
+    assert after == before
+    store.upsert_file(conn, project_name, record("src/b.py"), [sized(i, file=1) for i in range(2)])
+    conn.commit()
+    assert _toasted_keywords(conn, project_name) == (6, 0)
+    indexes = store.statement(
+        "SELECT indexname FROM pg_indexes WHERE schemaname = %(s)s", project_name
+    )
+    names = {n for (n,) in conn.execute(indexes, {"s": project_name})}
+    assert {"rag_chunk_tsv", "rag_chunk_embedding_hnsw", "rag_chunk_content_sha256"} <= names
