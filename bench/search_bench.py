@@ -12,7 +12,9 @@ of model vectors already stored; the manifest records how many of each. Queries:
 eval's and the questions eval's (bench/eval), embedded in full by the real default embedder.
 
     .venv/bin/python bench/search_bench.py build            # index once (an hour or more)
+    .venv/bin/python bench/search_bench.py refill --from-id N   # model vectors for copies
     .venv/bin/python bench/search_bench.py recall           # recall@10 and latency per ef_search
+    .venv/bin/python bench/search_bench.py lists            # each candidate list timed alone
     .venv/bin/python bench/search_bench.py server           # search_code over HTTP
 """
 
@@ -42,7 +44,9 @@ import machine  # noqa: E402  (bench/machine.py, beside this script)
 import numpy as np  # noqa: E402
 from sweep_bench import CORPUS, SITE, project  # noqa: E402
 
-from indexer import lookup, sql, store  # noqa: E402
+from chunkers import embedding_text  # noqa: E402
+from chunkers.model import Chunk  # noqa: E402
+from indexer import lookup, ranking, sql, store  # noqa: E402
 from indexer.db import Database  # noqa: E402
 from indexer.embed import EmbedBatchResult, EmbeddingModel  # noqa: E402
 from indexer.embed_local import LocalEmbedder  # noqa: E402
@@ -176,6 +180,88 @@ def build(cache: Path, tokens: int, budget_s: float) -> None:
         print(json.dumps(facts, indent=1))
     finally:
         db.close()
+
+
+def refill(cache: Path, from_id: int, tokens: int) -> None:
+    """Give every chunk from `from_id` on the model's vector of its first `tokens` word pieces,
+    as the rest of the set was built: a build whose model time ran out left noisy copies there
+    (ids follow the sweep's order, so the copies are the last ids), and rebuild the HNSW index."""
+    manifest = cache / "manifest.json"
+    facts = json.loads(manifest.read_text())
+    db = open_database(cache)
+    try:
+        with db.connection() as conn:
+            rows = conn.execute(
+                store.statement(
+                    "SELECT c.id, f.path, f.language, c.symbol, c.kind, c.content, c.start_line,"
+                    " c.end_line FROM {schema}.rag_chunk c JOIN {schema}.rag_file f"
+                    " ON f.id = c.file_id WHERE c.id >= %(from_id)s ORDER BY c.id",
+                    PROJECT,
+                ),
+                {"from_id": from_id},
+            ).fetchall()
+        embedder = FirstWindowEmbedder(LocalEmbedder(), tokens, float("inf"), np.zeros((0, 384)))
+        started = time.perf_counter()
+        vectors: list[tuple[list[float], int]] = []
+        for at in range(0, len(rows), 64):
+            batch = rows[at : at + 64]
+            texts = [
+                embedding_text(Chunk(r[6], r[7], r[3], r[4], r[2] or "text", r[5]), r[1])
+                for r in batch
+            ]
+            found = embedder.embed_documents(texts).vectors
+            vectors.extend((v, r[0]) for v, r in zip(found, batch, strict=True))
+        took = time.perf_counter() - started
+        print(f"{len(rows):,} chunks embedded in {took:.0f} s", flush=True)
+        with db.connection() as conn:
+            conn.execute(store.statement(sql.DROP_HNSW, PROJECT))
+            with conn.cursor() as cur:
+                cur.executemany(
+                    store.statement(
+                        "UPDATE {schema}.rag_chunk SET embedding = %s WHERE id = %s", PROJECT
+                    ),
+                    [(np.asarray(v, dtype=np.float32), i) for v, i in vectors],
+                )
+            conn.commit()
+            store.build_bulk_indexes(conn, PROJECT)
+            conn.commit()
+        facts.update(copied_vectors=0, refilled_from_id=from_id, refilled=len(rows))
+        manifest.write_text(json.dumps(facts) + "\n")
+    finally:
+        db.close()
+
+
+def lists(cache: Path, queries: int, ef_search: int) -> None:
+    """Each candidate list of search_code timed alone, in-process, one connection: the keyword
+    ranker (without filters, and within one repo), the vector side, over the same queries."""
+    print(f"machine: {machine.describe()}")
+    db = open_database(cache)
+    try:
+        texts, vectors = query_vectors(cache, LocalEmbedder())
+        pick = np.linspace(0, len(texts) - 1, min(queries, len(texts))).astype(int)
+        timed: dict[str, list[float]] = {"keyword": [], "keyword, one repo": [], "vector": []}
+        one_repo = {**NO_FILTERS, "repo": "transformers"}
+        with db.connection() as conn:
+
+            def timed_run(name: str, fn: Any, *args: Any) -> None:
+                t = time.perf_counter()
+                with conn.transaction():
+                    fn(conn, PROJECT, *args)
+                timed[name].append(time.perf_counter() - t)
+
+            for i in pick:
+                timed_run("keyword", keyword_candidates, texts[i], NO_FILTERS)
+                timed_run("keyword, one repo", keyword_candidates, texts[i], one_repo)
+                timed_run("vector", lookup.vector_candidates, vectors[i], NO_FILTERS, 30, ef_search)
+        print(f"{len(pick)} queries, each list alone (ef_search {ef_search}):")
+        for name, values in timed.items():
+            print(f"  {name:<18} {figures(values)}")
+    finally:
+        db.close()
+
+
+def keyword_candidates(conn: Any, project: str, text: str, filters: dict[str, Any]) -> list[int]:
+    return ranking.keyword_candidates(conn, project, text, filters, DEFAULT_RANKING)
 
 
 # --- queries --------------------------------------------------------------------------------
@@ -437,7 +523,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("part", choices=("build", "recall", "server"))
+    parser.add_argument("part", choices=("build", "refill", "recall", "lists", "server"))
+    parser.add_argument("--from-id", type=int, help="refill: the first chunk id to embed again")
     parser.add_argument("--cache", type=Path, default=CACHE)
     parser.add_argument("--tokens", type=int, default=DEFAULT_TOKENS, help="build: per chunk")
     parser.add_argument(
@@ -457,8 +544,12 @@ def main() -> None:
     args = parser.parse_args()
     if args.part == "build":
         build(args.cache, args.tokens, args.model_minutes * 60)
+    elif args.part == "refill":
+        refill(args.cache, args.from_id, args.tokens)
     elif args.part == "recall":
         recall(args.cache, [int(x) for x in args.ef.split(",")], args.queries)
+    elif args.part == "lists":
+        lists(args.cache, args.queries or 150, int(args.ef_search.split(",")[0]))
     else:
         ef_values = [int(x) for x in args.ef_search.split(",")]
         server(args.cache, ef_values, args.requests, args.seconds)

@@ -205,9 +205,12 @@ M005_ASCII_SPELLING = [
 # so the keyword ranker reads it with the row instead of through the TOAST table: 43 % of rows
 # had it out of line beside their content and vector, and fetching those cost more than the
 # ranking itself. The USING expression (the same tsvector) makes PostgreSQL rewrite the table,
-# so rows stored before take the new layout too; every index is rebuilt with it. A new type
-# drops the column's statistics, which the keyword ranker's term rarities come from: ANALYZE.
-M006_INLINE_KEYWORDS = [
+# so rows stored before take the new layout too; every index is rebuilt with it, the HNSW graph
+# with the denser build options of `sql.CREATE_HNSW` (where the model is known and it exists).
+# A new type drops the column's statistics, which the keyword ranker's term rarities come
+# from: ANALYZE.
+M006_SEARCH_LAYOUT = [
+    "ALTER INDEX IF EXISTS {schema}.rag_chunk_embedding_hnsw SET (m = 16, ef_construction = 200)",
     """
     ALTER TABLE {schema}.rag_chunk
         ALTER COLUMN tsv TYPE tsvector USING setweight(tsv, 'A', ARRAY[]::text[]),
@@ -223,5 +226,5 @@ MIGRATIONS: list[tuple[str, list[str]]] = [
     ("m003_file_text", M003_FILE_TEXT),
     ("m004_text_blocks", M004_TEXT_BLOCKS),
     ("m005_ascii_spelling", M005_ASCII_SPELLING),
-    ("m006_inline_keywords", M006_INLINE_KEYWORDS),
+    ("m006_search_layout", M006_SEARCH_LAYOUT),
 ]

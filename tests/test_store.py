@@ -279,7 +279,8 @@ def test_keyword_vectors_stay_in_their_row_and_older_rows_are_moved_in(
 
     store.ensure_project(conn, project_name)
     store.set_embedding_dimension(conn, project_name, 384)
-    # Stage the layout of the previous release: keyword vectors moved out of line first.
+    # Stage the layout of the previous release: keyword vectors moved out of line first, and
+    # the HNSW graph built with pgvector's default options.
     conn.execute(
         store.statement(
             "ALTER TABLE {schema}.rag_chunk ALTER COLUMN tsv SET STORAGE EXTENDED", project_name
@@ -287,7 +288,13 @@ def test_keyword_vectors_stay_in_their_row_and_older_rows_are_moved_in(
     )
     conn.execute(
         store.statement(
-            "DELETE FROM {schema}.rag_migration WHERE name = 'm006_inline_keywords'", project_name
+            "ALTER INDEX {schema}.rag_chunk_embedding_hnsw RESET (m, ef_construction)",
+            project_name,
+        )
+    )
+    conn.execute(
+        store.statement(
+            "DELETE FROM {schema}.rag_migration WHERE name = 'm006_search_layout'", project_name
         )
     )
     store.upsert_file(conn, project_name, record(), [sized(i) for i in range(4)])
@@ -299,7 +306,9 @@ def test_keyword_vectors_stay_in_their_row_and_older_rows_are_moved_in(
         store.statement("SELECT id, tsv::text FROM {schema}.rag_chunk ORDER BY id", project_name)
     ).fetchall()
 
-    assert store.ensure_project(conn, project_name) == ["m006_inline_keywords"]
+    hnsw = "SELECT pg_get_indexdef('{schema}.rag_chunk_embedding_hnsw'::regclass)"
+    assert "ef_construction" not in conn.execute(store.statement(hnsw, project_name)).fetchone()[0]
+    assert store.ensure_project(conn, project_name) == ["m006_search_layout"]
     conn.commit()
     assert _toasted_keywords(conn, project_name) == (4, 0)
     assert _keyword_statistics(conn, project_name)  # the ranker's term rarities survive
@@ -311,7 +320,8 @@ def test_keyword_vectors_stay_in_their_row_and_older_rows_are_moved_in(
     conn.commit()
     assert _toasted_keywords(conn, project_name) == (6, 0)
     indexes = store.statement(
-        "SELECT indexname FROM pg_indexes WHERE schemaname = %(s)s", project_name
+        "SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = %(s)s", project_name
     )
-    names = {n for (n,) in conn.execute(indexes, {"s": project_name})}
-    assert {"rag_chunk_tsv", "rag_chunk_embedding_hnsw", "rag_chunk_content_sha256"} <= names
+    definitions = {n: d for n, d in conn.execute(indexes, {"s": project_name})}
+    assert {"rag_chunk_tsv", "rag_chunk_content_sha256"} <= definitions.keys()
+    assert "ef_construction='200'" in definitions["rag_chunk_embedding_hnsw"]

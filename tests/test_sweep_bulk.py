@@ -125,6 +125,8 @@ def test_the_bulk_load_writes_exactly_the_rows_of_the_per_file_path(
             assert rows(conn, bulk.name, query) == expected
         # Every index the migrations create is there again after the load, built alike.
         assert indexes(conn, bulk.name) == indexes(conn, per_file.name)
+        [hnsw] = [i for i in indexes(conn, bulk.name) if i.startswith("rag_chunk_embedding_hnsw")]
+        assert "ef_construction='200'" in hnsw
 
         # Nothing changed: nothing is written, the index stays as it is.
         again = sweep_project(database, bulk, embedder, options)
