@@ -8,8 +8,8 @@ libraries added as roots and swept with the shipped model (only their ~3,600 chu
 embedded; the copied files are unchanged). Then each query of a split of both evals is asked
 through `search_code` (hybrid, top_k 10) under each ranking variant, and scored as the evals
 score (`compare.first_hit`): Hit@1/5/10 and MRR@10 per variant, with a paired comparison to the
-product's ranking. The distractors' vectors are the benchmark's (first 32 word pieces, some
-noisy copies); the variants share them, so the comparison between variants is paired.
+product's ranking. The distractors' vectors are the benchmark's (the model's, of each chunk's
+first 32 word pieces); the variants share them, so the comparison between variants is paired.
 
     .venv/bin/python bench/eval/at_scale.py --split tune          # choose on the tuning split
     .venv/bin/python bench/eval/at_scale.py                       # then the test split

@@ -43,8 +43,11 @@ from indexer.project import Project, Root  # noqa: E402
 from indexer.ranking import DEFAULT_RANKING, Ranking  # noqa: E402
 
 
-def project_for(libs: Sequence[sources.Library], root: Path, header: str) -> Project:
-    return Project(f"questions_{header}", tuple(Root(root / lib.name, lib.name) for lib in libs))
+def project_for(
+    libs: Sequence[sources.Library], root: Path, header: str, chunk_chars: int | None = None
+) -> Project:
+    name = f"questions_{header}" + (f"_c{chunk_chars}" if chunk_chars else "")
+    return Project(name, tuple(Root(root / lib.name, lib.name) for lib in libs))
 
 
 def golds_of(questions: Sequence[Question]) -> list[Gold]:
@@ -67,6 +70,7 @@ def run(
     ef_search: int = 400,
     cache: Path = sources.CACHE,
     show_ranks: bool = False,
+    chunk_chars: int | None = None,
 ) -> None:
     """Index (or reuse), then print the system table, per language and per kind of question."""
     questions = ensure_valid(cache=cache)
@@ -75,8 +79,8 @@ def run(
     files = [(lib.name, rel, root / lib.name / rel) for lib in libs for rel in lib.files]
     db = open_database(cache)
     try:
-        project = project_for(libs, root, "chunker")
-        manifest = ensure_index(db, project, model, digest, "chunker", None, cache)
+        project = project_for(libs, root, "chunker", chunk_chars)
+        manifest = ensure_index(db, project, model, digest, "chunker", chunk_chars, cache)
         windows = corpus_windows(files)
         plain = PlainBaseline(windows, window_vectors(model, windows, cache))
         vectors = query_vectors(model, (q.text for q in questions), cache)
