@@ -15,6 +15,9 @@ import pytest
 from chunkers import Chunk, ChunkerConfig, chunk_file, embedding_text
 from chunkers.text import Source, decode
 
+# The sizes some cases were drawn for (the defaults before chunks grew to 2,000 characters).
+EARLIER = ChunkerConfig(max_chars=2000, target_chars=1200)
+
 FIXTURES = Path(__file__).parent / "fixtures" / "chunkers"
 PYTHON = (FIXTURES / "python" / "invoice.py").read_bytes()
 SMALL_WINDOWS = ChunkerConfig(max_chars=1000, target_chars=500)
@@ -104,7 +107,7 @@ def test_a_blank_stretch_leaves_no_nested_slivers(path: str) -> None:
     body = "".join(f"    total_{i} = compute_value(total_{i - 1}, x={i})\n" for i in range(1, 40))
     tail = "".join(f"    result_{i} = finish_step(result_{i - 1})\n" for i in range(1, 6))
     data = ("def long_function(x):\n" + body + "\n" * 70 + tail + "    return result_5\n").encode()
-    chunks = chunk_file(path, data).chunks
+    chunks = chunk_file(path, data, EARLIER).chunks
     assert [(c.start_line, c.end_line) for c in chunks] == [(1, 40), (111, 116)]
     for before, after in itertools.pairwise(chunks):
         assert after.start_line > before.start_line and after.end_line > before.end_line
@@ -151,7 +154,7 @@ def test_one_long_line_in_normal_code_is_cut_but_symbols_survive() -> None:
         for i in range(40)
     )
     data = f'TABLE = "{blob}"\n{functions}'.encode()
-    result = chunk_file("table.py", data)
+    result = chunk_file("table.py", data, EARLIER)
     assert result.fallback is None
     # The long line becomes character windows; the functions after it still parse and merge.
     assert [(c.kind, c.start_line, c.end_line) for c in result.chunks[:2]] == [

@@ -39,6 +39,7 @@ from questions import ensure_valid  # noqa: E402
 from questions_eval import golds_of  # noqa: E402
 from sweep_bench import CORPUS, SITE  # noqa: E402
 
+from chunkers import CHUNKER_VERSION  # noqa: E402
 from indexer import sql, store  # noqa: E402
 from indexer.db import Database  # noqa: E402
 from indexer.embedders import make_embedder  # noqa: E402
@@ -123,6 +124,15 @@ def main() -> None:
         project = scaled_project(questions_root, libs, docstring_root)
         with db.connection() as conn:
             exists = store.project_exists(conn, PROJECT)
+            chunked_by = store.get_meta(conn, PROJECT, "chunker_version") if exists else None
+        if chunked_by not in (None, CHUNKER_VERSION):
+            # A sweep would re-chunk the copied benchmark files and embed them in full: hours.
+            raise SystemExit(
+                f"{PROJECT} was chunked by chunker version {chunked_by}, this code chunks with "
+                f"version {CHUNKER_VERSION}: rebuild the benchmark's index with this chunker "
+                "(bench/search_bench.py build into a fresh --cache), then drop the schema "
+                f"{PROJECT} so that it is copied again"
+            )
         if not exists:
             t = time.perf_counter()
             copy_benchmark_index(db)
