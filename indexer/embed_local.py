@@ -12,9 +12,13 @@ whole tokens, each embedded, and the window vectors averaged (weighted by their 
 and re-normalised, so the whole chunk counts. Past `max_windows` windows the rest is dropped and
 the input reported as truncated.
 
-Pieces are embedded longest first in batches of `batch_size`, each padded to its own longest
-piece (as sentence-transformers does). An int8 model computes its activation scales per batch,
-so a text's vector can move very slightly (cosine ≈ 0.99+) with its batch neighbours.
+Pieces are embedded one per run by default (`batch_size` 1). The int8 model computes its
+activation scales over a whole batch, so in a batch a text's vector moved with its neighbours
+(cosine 0.986-0.999 against the same text in another batch): the embedding cache, which reuses
+a chunk's vector by its text, and every eval that re-indexes got vectors that depended on what
+was embedded beside them. One piece per run makes a vector a function of its text alone (the
+same as the query path's), at the same speed on 2 cores (docs/performance.md, Embedding). A
+larger `batch_size` still works: longest first, each batch padded to its own longest piece.
 
 Queries never wait behind a sweep: documents and queries run on two ONNX Runtime sessions of the
 same model (each created on first use), and a query takes no lock.
@@ -53,7 +57,7 @@ __all__ = ["DEFAULT_LOCAL_MODEL", "LocalEmbedder", "ModelRuntime", "default_thre
 
 log = logging.getLogger("code_rag.embed.local")
 
-DEFAULT_LOCAL_BATCH_SIZE = 8  # on 2 cores, small batches were as fast as 32 and hold less
+DEFAULT_LOCAL_BATCH_SIZE = 1  # a vector depends on its text alone; as fast as 8 on 2 cores
 DEFAULT_MAX_WINDOWS = 8  # 8 x 256 word pieces: about the context Ollama's nomic model gets
 _WINDOW_MARGIN = 4  # a window re-tokenised alone may gain a piece or two at its edges
 DOCUMENTS, QUERIES = "documents", "queries"
