@@ -225,6 +225,9 @@ def refill(cache: Path, from_id: int, tokens: int) -> None:
             conn.commit()
             store.build_bulk_indexes(conn, PROJECT)
             conn.commit()
+            conn.autocommit = True  # the updated rows left dead versions behind: clear them
+            conn.execute(store.statement("VACUUM ANALYZE {schema}.rag_chunk", PROJECT))
+            conn.autocommit = False
         facts.update(copied_vectors=0, refilled_from_id=from_id, refilled=len(rows))
         manifest.write_text(json.dumps(facts) + "\n")
     finally:
