@@ -223,11 +223,13 @@ def refill(cache: Path, from_id: int, tokens: int) -> None:
                     [(np.asarray(v, dtype=np.float32), i) for v, i in vectors],
                 )
             conn.commit()
-            store.build_bulk_indexes(conn, PROJECT)
-            conn.commit()
-            conn.autocommit = True  # the updated rows left dead versions behind: clear them
+            # The updated rows left dead versions behind: clear them before the graph is built
+            # (vacuuming them out of a built HNSW graph leaves it slower to search).
+            conn.autocommit = True
             conn.execute(store.statement("VACUUM ANALYZE {schema}.rag_chunk", PROJECT))
             conn.autocommit = False
+            store.build_bulk_indexes(conn, PROJECT)
+            conn.commit()
         facts.update(copied_vectors=0, refilled_from_id=from_id, refilled=len(rows))
         manifest.write_text(json.dumps(facts) + "\n")
     finally:
