@@ -97,6 +97,13 @@ def fuse(candidates: Candidates, ranking: Ranking = DEFAULT_RANKING) -> dict[int
     ):
         if slot and ids:
             _lift(scores, ids[0], slot)
+    lift_named(scores, candidates, ranking)
+    return scores
+
+
+def lift_named(scores: dict[int, float], candidates: Candidates, ranking: Ranking) -> None:
+    """Put the chunks holding an identifier of the query verbatim above the fused rest (in
+    their fused order), and those named exactly by the query above everything."""
     if candidates.verbatim:
         top = max(scores.values(), default=0.0)
         fused = sorted(candidates.verbatim, key=lambda cid: (-scores.get(cid, 0.0), cid))
@@ -106,7 +113,6 @@ def fuse(candidates: Candidates, ranking: Ranking = DEFAULT_RANKING) -> dict[int
         top = max(scores.values(), default=0.0)
         for offset, chunk_id in enumerate(candidates.exact):
             scores[chunk_id] = top + 1.0 / (ranking.rrf_k + 1 + offset)
-    return scores
 
 
 def _lift(scores: dict[int, float], chunk_id: int, slot: int) -> None:

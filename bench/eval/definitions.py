@@ -42,7 +42,14 @@ from chunkers import embedding_text  # noqa: E402
 from chunkers.model import Chunk  # noqa: E402
 from indexer import lexical, rows, store  # noqa: E402
 from indexer.embedders import make_embedder  # noqa: E402
-from indexer.ranking import DEFAULT_RANKING, Candidates, Ranking, collapse, fuse  # noqa: E402
+from indexer.ranking import (  # noqa: E402
+    DEFAULT_RANKING,
+    Candidates,
+    Ranking,
+    collapse,
+    fuse,
+    lift_named,
+)
 
 MAX_CHARS = 2000  # a definition's text is cut here, as a chunk's is
 
@@ -199,7 +206,7 @@ def replay_with(
             fused = fuse(Candidates(vector, c.keyword), deep)
             for rank, (_, cid) in enumerate(extra[: deep.vector_depth], start=1):
                 fused[cid] = fused.get(cid, 0.0) + weight / (deep.rrf_k + rank)
-            _boost(fused, c, deep)
+            lift_named(fused, c, deep)
         else:
             fused = fuse(Candidates(vector, c.keyword, c.exact, c.verbatim), deep)
         ordered = sorted(fused, key=lambda cid: (-fused[cid], cid))[: replay.TOP_K * 3]
@@ -299,19 +306,6 @@ def names_experiment(model: Any, asked: list[replay.Asked]) -> None:
         for mode in ("keyword", "hybrid"):
             row = [replay.cells(replay.replay(a, DEFAULT_RANKING, True, mode)) for a in sets]
             print(f"| {label}, {mode} | " + " | ".join(row) + " |")
-
-
-def _boost(scores: dict[int, float], c: Candidates, ranking: Ranking) -> None:
-    """`fuse`'s verbatim and exact boosts, over scores fused with a third list."""
-    if c.verbatim:
-        top = max(scores.values(), default=0.0)
-        fused = sorted(c.verbatim, key=lambda cid: (-scores.get(cid, 0.0), cid))
-        for offset, chunk_id in enumerate(fused):
-            scores[chunk_id] = top + 0.5 / (ranking.rrf_k + 1 + offset)
-    if c.exact:
-        top = max(scores.values(), default=0.0)
-        for offset, chunk_id in enumerate(c.exact):
-            scores[chunk_id] = top + 1.0 / (ranking.rrf_k + 1 + offset)
 
 
 def main() -> None:
