@@ -24,7 +24,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from psycopg import sql as pgsql
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
@@ -35,7 +34,7 @@ import replay  # noqa: E402
 import sources  # noqa: E402
 from compare import Scores, first_hit, query_vectors  # noqa: E402
 from corpus import build_corpus  # noqa: E402
-from index import CACHE, open_database, prepare_dirs  # noqa: E402
+from index import CACHE, add_symbol_terms, copy_project, open_database, prepare_dirs  # noqa: E402
 from index import project_for as docstring_project  # noqa: E402
 
 from chunkers import embedding_text  # noqa: E402
@@ -237,35 +236,15 @@ def with_names(db: Any, project: str) -> str:
     (what the sweep would write instead). Returns the copy's name."""
     copy = f"{project}_names"
     with db.connection() as conn:
-        if store.project_exists(conn, copy):
-            store.drop_project(conn, copy)
-        store.ensure_project(conn, copy)
-        dim = store.embedding_dimension(conn, project)
-        assert dim is not None
-        store.set_embedding_dimension(conn, copy, dim)
-        for table in ("rag_meta", "rag_file", "rag_chunk", "rag_symbol", "rag_text_block"):
-            conn.execute(
-                pgsql.SQL("INSERT INTO {} SELECT * FROM {} ON CONFLICT DO NOTHING").format(
-                    pgsql.Identifier(copy, table), pgsql.Identifier(project, table)
-                )
-            )
+        tables = ("rag_meta", "rag_file", "rag_chunk", "rag_symbol", "rag_text_block")
+        copy_project(conn, project, copy, tables)
         updates = []
         for chunk_id, symbol, names in conn.execute(store.statement(NAMES, copy)).fetchall():
             own = set(lexical.terms(symbol or ""))
             extra = [t for t in lexical.terms(" ".join(names)) if t not in own]
             if extra:
                 updates.append({"id": chunk_id, "terms": " ".join(extra)})
-        with conn.cursor() as cur:
-            cur.executemany(
-                store.statement(
-                    "UPDATE {schema}.rag_chunk"
-                    " SET tsv = tsv || setweight(to_tsvector('simple', %(terms)s), 'A')"
-                    " WHERE id = %(id)s",
-                    copy,
-                ),
-                updates,
-            )
-        conn.execute(store.statement("ANALYZE {schema}.rag_chunk", copy))
+        add_symbol_terms(conn, copy, updates)
         conn.commit()
     print(f"  {copy}: {len(updates)} chunks gained names")
     return copy

@@ -13,8 +13,9 @@ import json
 import re
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent.parent
@@ -153,24 +154,45 @@ def ensure_index(
 DEFINITION_RE = re.compile(r"^[ \t]*(?:async[ \t]+)?(?:def|class)[ \t]+([A-Za-z_]\w*)", re.M)
 
 
+def copy_project(conn: Any, source: str, name: str, tables: Sequence[str]) -> None:
+    """`name` made afresh (dropped first if it exists) with `source`'s embedding dimension, and
+    the rows of `tables` copied from `source`, ids and all: an index-side experiment's copy."""
+    if store.project_exists(conn, name):
+        store.drop_project(conn, name)
+    store.ensure_project(conn, name)
+    dim = store.embedding_dimension(conn, source)
+    assert dim is not None
+    store.set_embedding_dimension(conn, name, dim)
+    for table in tables:
+        conn.execute(
+            pgsql.SQL("INSERT INTO {} SELECT * FROM {} ON CONFLICT DO NOTHING").format(
+                pgsql.Identifier(name, table), pgsql.Identifier(source, table)
+            )
+        )
+
+
+def add_symbol_terms(conn: Any, project: str, updates: Sequence[dict[str, Any]]) -> None:
+    """Add `terms` to chunk `id`'s symbol-weighted (A) keyword terms, for each update; then
+    refresh the statistics the keyword ranker's term rarities come from."""
+    chunks = pgsql.Identifier(project, "rag_chunk")
+    with conn.cursor() as cur:
+        cur.executemany(
+            pgsql.SQL(
+                "UPDATE {} SET tsv = tsv || setweight(to_tsvector('simple', %(terms)s), 'A') "
+                "WHERE id = %(id)s"
+            ).format(chunks),
+            updates,
+        )
+    conn.execute(pgsql.SQL("ANALYZE {}").format(chunks))
+
+
 def with_definition_terms(db: Database, project: Project) -> Project:
     """An index-side experiment, on a copy of the project: every definition in a chunk (not only
     the one the chunk is named after) adds its name to the symbol-weighted (A) terms. Small
     functions merged into a neighbour's chunk then weigh like the chunk's own symbol."""
     copy = Project(f"{project.name}_defs", project.roots)
     with db.connection() as conn:
-        if store.project_exists(conn, copy.name):
-            store.drop_project(conn, copy.name)
-        store.ensure_project(conn, copy.name)
-        dim = store.embedding_dimension(conn, project.name)
-        assert dim is not None
-        store.set_embedding_dimension(conn, copy.name, dim)
-        for table in ("rag_meta", "rag_file", "rag_chunk"):
-            conn.execute(
-                pgsql.SQL("INSERT INTO {} SELECT * FROM {} ON CONFLICT DO NOTHING").format(
-                    pgsql.Identifier(copy.name, table), pgsql.Identifier(project.name, table)
-                )
-            )
+        copy_project(conn, project.name, copy.name, ("rag_meta", "rag_file", "rag_chunk"))
         chunks = pgsql.Identifier(copy.name, "rag_chunk")
         rows = conn.execute(pgsql.SQL("SELECT id, symbol, content FROM {}").format(chunks))
         updates = []
@@ -179,14 +201,6 @@ def with_definition_terms(db: Database, project: Project) -> Project:
             names = [n for n in DEFINITION_RE.findall(content) if n != own]
             if names:
                 updates.append({"id": chunk_id, "terms": lexical.terms_text(" ".join(names))})
-        with conn.cursor() as cur:
-            cur.executemany(
-                pgsql.SQL(
-                    "UPDATE {} SET tsv = tsv || setweight(to_tsvector('simple', %(terms)s), 'A') "
-                    "WHERE id = %(id)s"
-                ).format(chunks),
-                updates,
-            )
-        conn.execute(pgsql.SQL("ANALYZE {}").format(chunks))
+        add_symbol_terms(conn, copy.name, updates)
         conn.commit()
     return copy

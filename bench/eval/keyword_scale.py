@@ -25,7 +25,7 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from index import CACHE, open_database, prepare_dirs  # noqa: E402
+from index import CACHE, copy_project, open_database, prepare_dirs  # noqa: E402
 from psycopg import sql as pgsql  # noqa: E402
 
 from indexer import store  # noqa: E402
@@ -44,12 +44,7 @@ SCALED = "eval_scaled"
 
 
 def build(conn, copies: int) -> int:  # type: ignore[no-untyped-def]
-    if store.project_exists(conn, SCALED):
-        store.drop_project(conn, SCALED)
-    store.ensure_project(conn, SCALED)
-    dim = store.embedding_dimension(conn, SOURCE)
-    assert dim is not None
-    store.set_embedding_dimension(conn, SCALED, dim)
+    copy_project(conn, SOURCE, SCALED, ())
     src_file, src_chunk = (
         pgsql.Identifier(SOURCE, "rag_file"),
         pgsql.Identifier(SOURCE, "rag_chunk"),
