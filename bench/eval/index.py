@@ -9,6 +9,7 @@ sweep re-embeds only the chunks that changed).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import sys
@@ -28,6 +29,7 @@ from chunkers import Chunk, ChunkerConfig, embedding_text  # noqa: E402
 from indexer import lexical, store  # noqa: E402
 from indexer.db import Database  # noqa: E402
 from indexer.embed import Embedder  # noqa: E402
+from indexer.model_dir import bundled_model_dir, read_manifest  # noqa: E402
 from indexer.project import Project, Root  # noqa: E402
 from indexer.report import SweepProgress  # noqa: E402
 from indexer.sweep import SweepOptions, sweep_project  # noqa: E402
@@ -61,9 +63,20 @@ def prepare_dirs(cache: Path) -> tuple[Path, Path]:
     return cache / "corpus", cache / "db"
 
 
-def project_for(corpus: Path, header: str, chunk_chars: int | None) -> Project:
-    name = f"eval_{header}" + (f"_c{chunk_chars}" if chunk_chars else "")
+def project_for(
+    corpus: Path, header: str, chunk_chars: int | None, embedder: Embedder | None = None
+) -> Project:
+    name = f"eval_{header}" + (f"_c{chunk_chars}" if chunk_chars else "") + model_suffix(embedder)
     return Project(name, (Root(corpus, REPO_LABEL),))
+
+
+def model_suffix(embedder: Embedder | None) -> str:
+    """A tag of a non-default model's identity for project names (empty for the default), so
+    an eval of another model indexes beside the default's instead of re-embedding it."""
+    if embedder is None or embedder.identity.model == read_manifest(bundled_model_dir()).name:
+        return ""
+    identity = json.dumps(embedder.identity.to_dict(), sort_keys=True).encode()
+    return "_m" + hashlib.sha256(identity).hexdigest()[:8]
 
 
 def chunker_config(chunk_chars: int | None) -> ChunkerConfig:

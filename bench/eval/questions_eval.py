@@ -34,7 +34,7 @@ from compare import (  # noqa: E402
     query_vectors,
     system_table,
 )
-from index import ensure_index, open_database, prepare_dirs  # noqa: E402
+from index import ensure_index, model_suffix, open_database, prepare_dirs  # noqa: E402
 from questions import Question, ensure_valid  # noqa: E402
 
 from indexer.embed import Embedder  # noqa: E402
@@ -44,9 +44,14 @@ from indexer.ranking import DEFAULT_RANKING, Ranking  # noqa: E402
 
 
 def project_for(
-    libs: Sequence[sources.Library], root: Path, header: str, chunk_chars: int | None = None
+    libs: Sequence[sources.Library],
+    root: Path,
+    header: str,
+    chunk_chars: int | None = None,
+    embedder: Embedder | None = None,
 ) -> Project:
     name = f"questions_{header}" + (f"_c{chunk_chars}" if chunk_chars else "")
+    name += model_suffix(embedder)
     return Project(name, tuple(Root(root / lib.name, lib.name) for lib in libs))
 
 
@@ -79,7 +84,7 @@ def run(
     files = [(lib.name, rel, root / lib.name / rel) for lib in libs for rel in lib.files]
     db = open_database(cache)
     try:
-        project = project_for(libs, root, "chunker", chunk_chars)
+        project = project_for(libs, root, "chunker", chunk_chars, model)
         manifest = ensure_index(db, project, model, digest, "chunker", chunk_chars, cache)
         windows = corpus_windows(files)
         plain = PlainBaseline(windows, window_vectors(model, windows, cache))
@@ -140,9 +145,10 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--ef-search", type=int, default=400)
     ap.add_argument("--cache", type=Path, default=sources.CACHE)
     ap.add_argument("--ranks", action="store_true", help="each query's rank in every system")
+    ap.add_argument("--model", default=None, help="a local model folder (default: the bundled)")
     args = ap.parse_args(argv)
     run(
-        make_embedder("local"),
+        make_embedder("local", args.model),
         args.split,
         args.limit,
         ef_search=args.ef_search,

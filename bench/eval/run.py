@@ -223,6 +223,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("--tune", action="store_true", help="grid-search fusion on the tuning split")
     ap.add_argument("--ablations", action="store_true", help="keyword variants and fusion")
     ap.add_argument("--cache", type=Path, default=CACHE, help="the docstring eval's cache")
+    ap.add_argument(
+        "--model", default=None, help="a local ONNX model folder (default: the bundled model)"
+    )
     args = ap.parse_args(argv)
     if args.eval == "questions" and (args.tune or args.ablations):
         ap.error("--tune and --ablations apply to the docstring eval")
@@ -230,7 +233,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     # (--chunk-chars builds an index of that chunk size for each eval run.)
     if args.eval != "docstring" and (args.header != "chunker" or args.cache != CACHE):
         ap.error("--header and --cache change the docstring eval's index: add --eval docstring")
-    model = make_embedder("local")
+    model = make_embedder("local", args.model)
     ranking = DEFAULT_RANKING
     if args.eval in ("both", "docstring"):
         ranking = docstring_eval(args, model)
@@ -247,7 +250,7 @@ def docstring_eval(args: argparse.Namespace, model: Embedder) -> Ranking:
     save_queries(args.cache / "queries.jsonl", queries)
     db = open_database(args.cache)
     try:
-        project = project_for(corpus, args.header, args.chunk_chars)
+        project = project_for(corpus, args.header, args.chunk_chars, model)
         manifest = ensure_index(
             db, project, model, digest, args.header, args.chunk_chars, args.cache
         )

@@ -1,0 +1,188 @@
+"""Fine-tune the bundled all-MiniLM-L6-v2 on the training pairs, reproducibly, on CPU.
+
+In-batch negatives with the loss in both directions (query -> code and code -> query:
+cross-entropy over 20 x cosine), mean pooling and normalisation as the model ships; AdamW,
+linear warm-up then linear decay. Every source of randomness is seeded (pair order, dropout),
+torch runs its deterministic kernels on a fixed number of threads, and batches never hold two
+pairs of one definition (a false negative). The result is a sentence-transformers folder
+(`./bld model export` turns it into the ONNX layout the embedder runs) with `training.json`:
+the arguments, the pair file's and the weights' sha256, the loss curve and the time taken.
+
+    .venv/bin/python bench/train/pairs.py
+    .venv/bin/python bench/train/train.py --out bench/.cache/train/model
+    ./bld model export bench/.cache/train/model bench/.cache/train/model-int8 --int8 \
+        --name code-minilm-l6-v1-int8
+
+Needs the `export` extra (torch, sentence-transformers), as the exporter does.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import random
+import shutil
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent.parent))
+
+from training_corpus import CACHE  # noqa: E402
+
+PAIRS = CACHE / "pairs.jsonl"
+SCALE = 20.0
+
+
+def sha256_of(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def batches(pairs: list[dict], size: int, seed: int) -> list[list[dict]]:
+    """Seeded shuffle cut into batches in which no definition (and no text) appears twice."""
+    order = list(pairs)
+    random.Random(seed).shuffle(order)
+    out: list[list[dict]] = []
+    pending = order
+    while pending:
+        batch: list[dict] = []
+        seen: set[object] = set()
+        rest = []
+        for p in pending:
+            keys = {(p["library"], p["path"], p["line"]), p["document"], p["query"].lower()}
+            if len(batch) < size and not keys & seen:
+                batch.append(p)
+                seen |= keys
+            else:
+                rest.append(p)
+        if len(batch) < size:
+            break  # the last, short batch would weigh its few pairs double
+        out.append(batch)
+        pending = rest
+    return out
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--pairs", type=Path, default=PAIRS)
+    ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument("--source", default="all-MiniLM-L6-v2", help="sentence-transformers folder")
+    ap.add_argument("--seed", type=int, default=13)
+    ap.add_argument("--batch", type=int, default=64)
+    ap.add_argument("--epochs", type=int, default=1)
+    ap.add_argument("--lr", type=float, default=2e-5)
+    ap.add_argument("--warmup", type=float, default=0.1)
+    ap.add_argument("--query-tokens", type=int, default=48)
+    ap.add_argument("--doc-tokens", type=int, default=128)
+    ap.add_argument("--max-steps", type=int, default=0, help="stop early (timing runs)")
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--deterministic", action=argparse.BooleanOptionalAction, default=True)
+    args = ap.parse_args(argv)
+
+    import torch
+    from transformers import AutoModel, AutoTokenizer
+
+    from indexer.model_export import resolve_source
+
+    torch.manual_seed(args.seed)
+    torch.set_num_threads(args.threads)
+    if args.deterministic:
+        torch.use_deterministic_algorithms(True)
+    source = resolve_source(args.source)
+    tokenizer = AutoTokenizer.from_pretrained(source)
+    model = AutoModel.from_pretrained(source)
+    model.train()
+
+    pairs = [json.loads(line) for line in args.pairs.read_text().splitlines()]
+    plan = [
+        b for epoch in range(args.epochs) for b in batches(pairs, args.batch, args.seed + epoch)
+    ]
+    if args.max_steps:
+        plan = plan[: args.max_steps]
+    steps = len(plan)
+    warmup = max(1, int(steps * args.warmup))
+    optimizer = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=0.01)
+    schedule = torch.optim.lr_scheduler.LambdaLR(
+        optimizer,
+        lambda s: (s + 1) / warmup if s < warmup else max(0.0, (steps - s) / (steps - warmup)),
+    )
+
+    def embed(texts: list[str], max_tokens: int) -> torch.Tensor:
+        enc = tokenizer(
+            texts, max_length=max_tokens, truncation=True, padding=True, return_tensors="pt"
+        )
+        out = model(**enc).last_hidden_state
+        mask = enc["attention_mask"].unsqueeze(-1).to(out.dtype)
+        pooled = (out * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
+        return torch.nn.functional.normalize(pooled, dim=-1)
+
+    print(
+        f"{len(pairs)} pairs, {steps} steps of {args.batch} on {args.threads} threads "
+        f"(seed {args.seed})",
+        file=sys.stderr,
+    )
+    labels = torch.arange(args.batch)
+    curve: list[tuple[int, float]] = []
+    window: list[float] = []
+    started = time.perf_counter()
+    for step, batch in enumerate(plan, 1):
+        q = embed([p["query"] for p in batch], args.query_tokens)
+        d = embed([p["document"] for p in batch], args.doc_tokens)
+        scores = SCALE * q @ d.T
+        loss = (
+            torch.nn.functional.cross_entropy(scores, labels)
+            + torch.nn.functional.cross_entropy(scores.T, labels)
+        ) / 2
+        optimizer.zero_grad()
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optimizer.step()
+        schedule.step()
+        window.append(loss.item())
+        if step % 20 == 0 or step == steps:
+            curve.append((step, round(sum(window) / len(window), 4)))
+            window = []
+            elapsed = time.perf_counter() - started
+            print(
+                f"\r  step {step}/{steps}, loss {curve[-1][1]:.3f}, {elapsed:.0f} s "
+                f"(eta {elapsed / step * (steps - step):.0f} s)",
+                end="",
+                file=sys.stderr,
+                flush=True,
+            )
+    print(file=sys.stderr)
+    seconds = time.perf_counter() - started
+
+    # A sentence-transformers folder: the source's pooling/normalise modules and tokenizer,
+    # the new transformer weights.
+    if args.out.exists():
+        shutil.rmtree(args.out)
+    shutil.copytree(
+        source, args.out, ignore=shutil.ignore_patterns("*.safetensors", "*.bin", "onnx", "*.h5")
+    )
+    model.eval()
+    model.save_pretrained(args.out, safe_serialization=True)
+    record = {
+        "base": args.source,
+        "base_sha256": sha256_of(source / "model.safetensors"),
+        "pairs": str(args.pairs),
+        "pairs_count": len(pairs),
+        "pairs_sha256": sha256_of(args.pairs),
+        "arguments": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
+        "steps": steps,
+        "seconds": round(seconds, 1),
+        "loss_curve": curve,
+        "torch": torch.__version__,
+        "weights_sha256": sha256_of(args.out / "model.safetensors"),
+    }
+    (args.out / "training.json").write_text(json.dumps(record, indent=1) + "\n")
+    print(
+        f"{steps} steps in {seconds:.0f} s ({seconds / max(steps, 1):.2f} s/step); "
+        f"weights {record['weights_sha256'][:16]} -> {args.out}",
+    )
+
+
+if __name__ == "__main__":
+    main()
