@@ -153,7 +153,7 @@ def drop_leading_name(query: str, name: str) -> str:
     return query
 
 
-def comment_text(lines: list[str], language: str) -> list[str]:
+def comment_text(lines: list[str]) -> list[str]:
     """Doc-comment lines with their markers removed."""
     out = []
     for line in lines:
@@ -223,7 +223,7 @@ def mine_file(lib: str, rel: str, language: str, text: str) -> Iterator[Pair]:
                 for i in range(d.start_line, d.name_line)
                 if lines[i - 1].strip().startswith(("/*", "*", "//", "#"))
             ]
-            doc = first_paragraph(comment_text([lines[i - 1] for i in above], language))
+            doc = first_paragraph(comment_text([lines[i - 1] for i in above]))
             doc_lines = set(above)
         doc = drop_leading_name(doc, short)
         base = document(lib, rel, language, d, lines, doc_lines)
@@ -238,7 +238,7 @@ def mine_file(lib: str, rel: str, language: str, text: str) -> Iterator[Pair]:
                 rel,
                 d.name_line,
                 " ".join(words),
-                document(lib, rel, language, d, lines, doc_lines),
+                base,
             )
         if d.children:
             continue
