@@ -40,6 +40,7 @@ sys.path.insert(0, str(HERE.parent.parent))
 
 from training_corpus import CACHE, ensure_corpus  # noqa: E402
 
+from chunkers import Chunk, embedding_text  # noqa: E402
 from chunkers.grammars import has_symbols, parser_for  # noqa: E402
 from chunkers.symbols import Definition, extract  # noqa: E402
 from indexer.lexical import split_identifier as split_words  # noqa: E402
@@ -194,8 +195,8 @@ def document(
 ) -> str:
     """The definition as the chunker embeds it, minus the lines in `drop` (1-based)."""
     code = "\n".join(lines[i - 1] for i in range(d.start_line, d.end_line + 1) if i not in drop)
-    header = f"File: {lib}/{rel}\nLanguage: {language}\nSymbol: {d.name} ({d.kind})"
-    return (header + "\n\n" + code)[:MAX_DOC_CHARS]
+    chunk = Chunk(d.start_line, d.end_line, d.name, d.kind, language, code)
+    return embedding_text(chunk, f"{lib}/{rel}")[:MAX_DOC_CHARS]
 
 
 def mine_file(lib: str, rel: str, language: str, text: str) -> Iterator[Pair]:
