@@ -104,6 +104,11 @@ def download(lib: Library, downloads: Path) -> Path:
                 raise SystemExit(
                     f"{lib.name}: `{' '.join(lib.fetch_command)}` did not produce "
                     f"{lib.artifact} (exit {done.returncode}): {done.stderr.strip()[-400:]}"
+                    + (
+                        " (a Debian version missing from stale package lists: run apt-get update)"
+                        if lib.source == "debian"
+                        else ""
+                    )
                 )
             shutil.move(str(fetched), target)
     digest = _sha256(target)

@@ -1,19 +1,24 @@
-"""Fine-tune the bundled all-MiniLM-L6-v2 on the training pairs, reproducibly, on CPU.
+"""Fine-tune the bundled all-MiniLM-L6-v2 on the training pairs, reproducibly, on CPU or GPU.
 
 In-batch negatives with the loss in both directions (query -> code and code -> query:
 cross-entropy over 20 x cosine), mean pooling and normalisation as the model ships; AdamW,
 linear warm-up then linear decay. Every source of randomness is seeded (pair order, dropout),
 torch runs its deterministic kernels on a fixed number of threads, and batches never hold two
-pairs of one definition (a false negative). The result is a sentence-transformers folder
-(`./bld model export` turns it into the ONNX layout the embedder runs) with `training.json`:
-the arguments, the pair file's and the weights' sha256, the loss curve and the time taken.
+pairs of one definition (a false negative). On a GPU (`--device cuda`) cuBLAS is pinned to its
+deterministic workspace, so a re-run with the same seed on the same kind of GPU gives the same
+weights. With `--probe` the base model and the model after every epoch are scored on both
+evals' tuning splits (probe.py), so training choices are made on those alone. The result is a
+sentence-transformers folder (`./bld model export` turns it into the ONNX layout the embedder
+runs) with `training.json`: the arguments, the pair file's and the weights' sha256, the loss
+curve, the probes and the time taken.
 
     .venv/bin/python bench/train/pairs.py
-    .venv/bin/python bench/train/train.py --out bench/.cache/train/model
+    .venv/bin/python bench/train/train.py --out bench/.cache/train/model [--device cuda]
     ./bld model export bench/.cache/train/model bench/.cache/train/model-int8 --int8 \
         --name code-minilm-l6-v1-int8
 
-Needs the `export` extra (torch, sentence-transformers), as the exporter does.
+Needs torch and transformers (the `export` extra has both), and nothing else of the product's
+dependencies, so it runs on a machine that has only those.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import os
 import random
 import shutil
 import sys
@@ -30,9 +36,9 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent.parent))
 
-from training_corpus import CACHE  # noqa: E402
+import probe as probe_eval  # noqa: E402
 
-PAIRS = CACHE / "pairs.jsonl"
+PAIRS = HERE.parent / ".cache" / "train" / "pairs.jsonl"
 SCALE = 20.0
 
 
@@ -78,27 +84,46 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--doc-tokens", type=int, default=128)
     ap.add_argument("--max-steps", type=int, default=0, help="stop early (timing runs)")
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--device", default="cpu", help="cpu, or cuda for a GPU")
     ap.add_argument("--deterministic", action=argparse.BooleanOptionalAction, default=True)
+    ap.add_argument("--probe", type=Path, default=None, help="probe.py's file: score each epoch")
     args = ap.parse_args(argv)
 
+    if args.deterministic:
+        # cuBLAS picks reduction orders by workspace unless told: the fixed one is reproducible.
+        os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
     import torch
     from transformers import AutoModel, AutoTokenizer
-
-    from indexer.model_export import resolve_source
 
     torch.manual_seed(args.seed)
     torch.set_num_threads(args.threads)
     if args.deterministic:
         torch.use_deterministic_algorithms(True)
-    source = resolve_source(args.source)
+        torch.backends.cudnn.benchmark = False
+    device = torch.device(args.device)
+    source = Path(args.source)
+    if not source.is_dir():
+        from indexer.model_export import resolve_source
+
+        source = resolve_source(args.source)
     tokenizer = AutoTokenizer.from_pretrained(source)
-    model = AutoModel.from_pretrained(source)
+    model = AutoModel.from_pretrained(source).to(device)
     model.train()
+    probe = json.loads(args.probe.read_text()) if args.probe else None
+    probes: list[dict[str, object]] = []
+
+    def run_probe(epoch: int) -> None:
+        if probe is None:
+            return
+        scores = probe_eval.score(probe, probe_eval.torch_embedder(model, tokenizer, device))
+        probes.append({"epoch": epoch, **scores})
+        print(f"\n  probe after epoch {epoch}: {probe_eval.describe(scores)}", file=sys.stderr)
 
     pairs = [json.loads(line) for line in args.pairs.read_text().splitlines()]
     plan = [
         b for epoch in range(args.epochs) for b in batches(pairs, args.batch, args.seed + epoch)
     ]
+    per_epoch = len(plan) // args.epochs
     if args.max_steps:
         plan = plan[: args.max_steps]
     steps = len(plan)
@@ -112,18 +137,19 @@ def main(argv: list[str] | None = None) -> None:
     def embed(texts: list[str], max_tokens: int) -> torch.Tensor:
         enc = tokenizer(
             texts, max_length=max_tokens, truncation=True, padding=True, return_tensors="pt"
-        )
+        ).to(device)
         out = model(**enc).last_hidden_state
         mask = enc["attention_mask"].unsqueeze(-1).to(out.dtype)
         pooled = (out * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
         return torch.nn.functional.normalize(pooled, dim=-1)
 
     print(
-        f"{len(pairs)} pairs, {steps} steps of {args.batch} on {args.threads} threads "
-        f"(seed {args.seed})",
+        f"{len(pairs)} pairs, {steps} steps of {args.batch} on {args.device} "
+        f"({args.threads} threads, seed {args.seed})",
         file=sys.stderr,
     )
-    labels = torch.arange(args.batch)
+    run_probe(0)
+    labels = torch.arange(args.batch, device=device)
     curve: list[tuple[int, float]] = []
     window: list[float] = []
     started = time.perf_counter()
@@ -152,6 +178,8 @@ def main(argv: list[str] | None = None) -> None:
                 file=sys.stderr,
                 flush=True,
             )
+        if step % per_epoch == 0:
+            run_probe(step // per_epoch)
     print(file=sys.stderr)
     seconds = time.perf_counter() - started
 
@@ -163,6 +191,7 @@ def main(argv: list[str] | None = None) -> None:
         source, args.out, ignore=shutil.ignore_patterns("*.safetensors", "*.bin", "onnx", "*.h5")
     )
     model.eval()
+    model.to("cpu")
     model.save_pretrained(args.out, safe_serialization=True)
     record = {
         "base": args.source,
@@ -175,6 +204,8 @@ def main(argv: list[str] | None = None) -> None:
         "seconds": round(seconds, 1),
         "loss_curve": curve,
         "torch": torch.__version__,
+        "device": torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu",
+        "probes": probes,
         "weights_sha256": sha256_of(args.out / "model.safetensors"),
     }
     (args.out / "training.json").write_text(json.dumps(record, indent=1) + "\n")
