@@ -1,7 +1,8 @@
 """The local embedder: an ONNX model run in this process by ONNX Runtime, fully offline.
 
-The default model is all-MiniLM-L6-v2 (384-d), exported to int8 and shipped inside this package
-(`indexer/models/`); any directory written by `./bld model export` can be configured instead
+The default model is code-minilm-l6-v2 (384-d: all-MiniLM-L6-v2 tuned on code, see
+docs/model-card.md), exported to int8 and shipped inside this package (`indexer/models/`, with
+all-MiniLM-L6-v2 itself); any directory written by `./bld model export` can be configured instead
 (see `indexer/model_dir.py`). Nothing here imports torch: `onnxruntime`, `tokenizers` and numpy
 are all it takes, and they are imported only when the model is first used. The identity comes
 from the model's manifest, so a sweep with nothing to embed never loads the model.

@@ -16,7 +16,7 @@ def make_embedder(
     provider: str, model: str | None = None, host: str | None = None, **options: Any
 ) -> Embedder:
     """An embedder from config values: `provider` is "local" or "ollama"; `model` None means
-    the provider's default (the bundled ONNX all-MiniLM-L6-v2 for local,
+    the provider's default (the bundled ONNX code-minilm-l6-v2 for local,
     nomic-embed-text:v1.5 for Ollama); `host` is used by Ollama only. `options` go to the
     embedder's constructor (prefixes, batch sizes, byte budgets, timeouts)."""
     name = (provider or DEFAULT_PROVIDER).strip().lower()

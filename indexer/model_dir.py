@@ -4,7 +4,8 @@ A model directory holds `model.onnx` (the transformer, token ids in, token vecto
 `tokenizer.json` (a `tokenizers` tokenizer, without truncation or padding: the embedder windows
 and pads itself) and `manifest.json` (`ModelManifest`: name, dimension, window, pooling,
 normalisation, prefixes). `./bld model export` writes one from a sentence-transformers model;
-the default, all-MiniLM-L6-v2 (int8), ships inside this package under `indexer/models/`.
+the default, code-minilm-l6-v2 (all-MiniLM-L6-v2 tuned on code, int8), ships inside this
+package under `indexer/models/`, beside all-MiniLM-L6-v2 (int8) itself.
 
 Reading a manifest is cheap and needs neither onnxruntime nor numpy: a model's identity is
 known without loading it.
@@ -29,7 +30,7 @@ DEFAULT_INPUTS = ("input_ids", "attention_mask", "token_type_ids")
 DEFAULT_OUTPUT = "last_hidden_state"
 
 BUNDLED_MODELS = Path(__file__).resolve().parent / "models"
-DEFAULT_LOCAL_MODEL = "all-MiniLM-L6-v2"
+DEFAULT_LOCAL_MODEL = "code-minilm-l6-v2"
 
 
 @dataclass(frozen=True, slots=True)

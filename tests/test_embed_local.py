@@ -22,7 +22,8 @@ from indexer.errors import InvalidArgument, ModelNotFound
 from indexer.model_dir import MANIFEST_FILE, bundled_model_dir, read_manifest, resolve_model_dir
 
 ROOT = Path(__file__).resolve().parent.parent
-BUNDLED_NAME = "all-MiniLM-L6-v2-int8"
+BUNDLED_NAME = "code-minilm-l6-v2-int8"
+BASE_NAME = "all-MiniLM-L6-v2-int8"
 
 SNIPPETS = {
     "config": (
@@ -62,22 +63,36 @@ def local() -> LocalEmbedder:
 
 
 def test_identity_of_the_shipped_model(local: LocalEmbedder) -> None:
-    # The name differs from the torch embedder's "all-MiniLM-L6-v2": an index it built is
-    # re-embedded after the upgrade, never mixed with these (slightly different) vectors.
+    # The default's name differs from every earlier default ("all-MiniLM-L6-v2" of the torch
+    # embedder, "all-MiniLM-L6-v2-int8"): an index they built is re-embedded after the upgrade,
+    # never mixed with these vectors.
     assert local.identity == EmbeddingModel("local", BUNDLED_NAME, 384, "", "")
     assert local.max_seq_length == 256
     assert LocalEmbedder(DEFAULT_LOCAL_MODEL).path == local.path == bundled_model_dir()
     assert LocalEmbedder(BUNDLED_NAME).path == local.path
+    # The untuned model still ships, by either of its names.
+    base = LocalEmbedder("all-MiniLM-L6-v2")
+    assert base.identity == EmbeddingModel("local", BASE_NAME, 384, "", "")
+    assert LocalEmbedder(BASE_NAME).path == base.path != local.path
 
 
-def test_shipped_model_is_complete_and_documented() -> None:
-    directory = bundled_model_dir()
-    manifest = read_manifest(directory)
-    assert manifest.source["weights_sha256"].startswith("53aa5117")
-    assert "Apache License" in (directory / "LICENSE").read_text(encoding="utf-8")
-    readme = (directory / "README.md").read_text(encoding="utf-8")
+def test_shipped_models_are_complete_and_documented() -> None:
+    base = bundled_model_dir("all-MiniLM-L6-v2")
+    assert read_manifest(base).source["weights_sha256"].startswith("53aa5117")
+    readme = (base / "README.md").read_text(encoding="utf-8")
     assert "./bld model export all-MiniLM-L6-v2" in readme and "53aa5117" in readme
-    assert (directory / "model.onnx").stat().st_size < 30_000_000  # int8: about 23 MB
+    # The default is the tuned model: its manifest, its training record and its card agree
+    # on the weights it was exported from, and name the base model and the licence.
+    tuned = bundled_model_dir()
+    weights = read_manifest(tuned).source["weights_sha256"]
+    record = json.loads((tuned / "training.json").read_text(encoding="utf-8"))
+    assert record["weights_sha256"] == weights and record["base_sha256"].startswith("53aa5117")
+    card = (ROOT / "docs" / "model-card.md").read_text(encoding="utf-8")
+    assert weights[:16] in card and "all-MiniLM-L6-v2" in card and "Apache" in card
+    assert "bench/train/train.py" in (tuned / "README.md").read_text(encoding="utf-8")
+    for directory in (base, tuned):
+        assert "Apache License" in (directory / "LICENSE").read_text(encoding="utf-8")
+        assert (directory / "model.onnx").stat().st_size < 30_000_000  # int8: about 23 MB
 
 
 def test_query_ranks_its_matching_snippet_first(local: LocalEmbedder) -> None:

@@ -85,7 +85,7 @@ def test_commands_never_import_torch_and_load_the_model_only_to_embed(
         assert not loaded, (args, loaded)
     shown, _ = cli(tmp_path, "status", "shop", "--json")
     status = json.loads(shown.stdout[: shown.stdout.rindex("LOADED:")])["projects"][0]
-    assert "all-MiniLM-L6-v2-int8" in json.dumps(status)
+    assert "code-minilm-l6-v2-int8" in json.dumps(status)
 
 
 def real_chunks(limit: int) -> list[str]:
@@ -107,7 +107,7 @@ def test_onnx_vectors_match_the_torch_path_on_real_code() -> None:
     from torch_reference import TorchEmbedder
 
     texts = real_chunks(48)
-    ours = np.asarray(LocalEmbedder().embed_documents(texts).require_all())
+    ours = np.asarray(LocalEmbedder("all-MiniLM-L6-v2").embed_documents(texts).require_all())
     theirs = np.asarray(TorchEmbedder().embed_documents(texts).require_all())
     cos = (ours * theirs).sum(axis=1)
     assert cos.mean() >= 0.99 and cos.min() >= 0.98, (cos.mean(), cos.min())
@@ -126,7 +126,7 @@ def test_model_export_rebuilds_the_shipped_model(tmp_path: Path) -> None:
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert "6 attention blocks fused" in done.stdout and "check: cosine" in done.stdout
-    shipped = bundled_model_dir()
+    shipped = bundled_model_dir("all-MiniLM-L6-v2")
     assert (dest / MODEL_FILE).read_bytes() == (shipped / MODEL_FILE).read_bytes()
     assert read_manifest(dest) == read_manifest(shipped)
     vector = LocalEmbedder(str(dest)).embed_query("parse the config file")

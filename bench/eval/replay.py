@@ -11,6 +11,7 @@ are printed beside them to be read, not to choose.
 
     .venv/bin/python bench/eval/replay.py               # the tuned grid and the named variants
     .venv/bin/python bench/eval/replay.py --misses      # also the test questions each loses/wins
+    .venv/bin/python bench/eval/replay.py --model DIR   # the indexes `run.py --model DIR` built
 """
 
 from __future__ import annotations
@@ -86,7 +87,7 @@ def load(model: Any) -> list[Asked]:
     vectors = query_vectors(model, (q.text for q in queries), CACHE)
     db = open_database(CACHE)
     try:
-        project = docstring_project(corpus, "chunker", None).name
+        project = docstring_project(corpus, "chunker", None, model).name
         for split in ("tune", "test"):
             golds = [
                 Gold(q.qid, q.text, "python", ((REPO_LABEL, q.path, q.start_line, q.end_line),))
@@ -102,7 +103,7 @@ def load(model: Any) -> list[Asked]:
     vectors = query_vectors(model, (q.text for q in questions), sources.CACHE)
     db = open_database(sources.CACHE)
     try:
-        project = questions_eval.project_for(libs, root, "chunker").name
+        project = questions_eval.project_for(libs, root, "chunker", None, model).name
         for split in ("tune", "test"):
             golds = questions_eval.golds_of([q for q in questions if q.split == split])
             asked.append(Asked(f"questions {split}", golds, *gather(db, project, golds, vectors)))
@@ -165,11 +166,14 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--misses", action="store_true", help="test questions lost or won")
     ap.add_argument("--keep", type=Path, help="keep the gathered lists in this file, and reuse")
+    ap.add_argument(
+        "--model", default=None, help="a local ONNX model folder (default: the bundled model)"
+    )
     args = ap.parse_args(argv)
     if args.keep and args.keep.is_file():
         asked = pickle.loads(args.keep.read_bytes())
     else:
-        asked = load(make_embedder("local"))
+        asked = load(make_embedder("local", args.model))
         if args.keep:
             args.keep.write_bytes(pickle.dumps(asked))
     print(f"# replay: {', '.join(f'{a.name} {len(a.golds)}' for a in asked)} queries")

@@ -13,9 +13,14 @@ runs) with `training.json`: the arguments, the pair file's and the weights' sha2
 curve, the probes and the time taken.
 
     .venv/bin/python bench/train/pairs.py
-    .venv/bin/python bench/train/train.py --out bench/.cache/train/model [--device cuda]
+    .venv/bin/python bench/train/probe.py build
+    .venv/bin/python bench/train/train.py --out bench/.cache/train/model --device cuda \
+        --threads 8 --probe bench/.cache/train/probe.json
     ./bld model export bench/.cache/train/model bench/.cache/train/model-int8 --int8 \
-        --name code-minilm-l6-v1-int8
+        --name code-minilm-l6-v2-int8
+
+The defaults are the recipe of the shipped model (indexer/models/code-minilm-l6-v2, whose
+`training.json` is that run's record): batch 64, three epochs, lr 2e-5, code cut at 256 tokens.
 
 Needs torch and transformers (the `export` extra has both), and nothing else of the product's
 dependencies, so it runs on a machine that has only those.
@@ -31,7 +36,9 @@ import random
 import shutil
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent.parent))
@@ -70,6 +77,43 @@ def batches(pairs: list[dict], size: int, seed: int) -> list[list[dict]]:
     return out
 
 
+def definition(p: dict) -> tuple[str, str, int]:
+    return (p["library"], p["path"], p["line"])
+
+
+def mine_hard_negatives(
+    pairs: list[dict], encode: Callable[[list[str], int], Any], doc_tokens: int, margin: float
+) -> list[tuple[str, str, int] | None]:
+    """Per pair, the definition of its own library the starting model ranks highest for the
+    pair's text, among those scoring below `margin` x the pair's own definition (closer ones
+    are likely twins that answer the text as well: false negatives)."""
+    import torch
+
+    docs: dict[tuple[str, str, int], str] = {}
+    for p in pairs:
+        docs.setdefault(definition(p), p["document"])
+    keys = sorted(docs)
+    index = {k: i for i, k in enumerate(keys)}
+    dv = encode([docs[k] for k in keys], doc_tokens).cpu()
+    qv = encode([p["query"] for p in pairs], 48).cpu()
+    by_library: dict[str, list[int]] = {}
+    for i, k in enumerate(keys):
+        by_library.setdefault(k[0], []).append(i)
+    out: list[tuple[str, str, int] | None] = []
+    for n, p in enumerate(pairs):
+        own = index[definition(p)]
+        pool = by_library[p["library"]]
+        sims = qv[n] @ dv[pool].T
+        positive = float(qv[n] @ dv[own])
+        pick = None
+        for j in torch.argsort(sims, descending=True, stable=True).tolist():
+            if pool[j] != own and float(sims[j]) < margin * positive:
+                pick = keys[pool[j]]
+                break
+        out.append(pick)
+    return out
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--pairs", type=Path, default=PAIRS)
@@ -77,16 +121,22 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--source", default="all-MiniLM-L6-v2", help="sentence-transformers folder")
     ap.add_argument("--seed", type=int, default=13)
     ap.add_argument("--batch", type=int, default=64)
-    ap.add_argument("--epochs", type=int, default=1)
+    ap.add_argument("--epochs", type=int, default=3)
     ap.add_argument("--lr", type=float, default=2e-5)
     ap.add_argument("--warmup", type=float, default=0.1)
     ap.add_argument("--query-tokens", type=int, default=48)
-    ap.add_argument("--doc-tokens", type=int, default=128)
+    ap.add_argument("--doc-tokens", type=int, default=256)
     ap.add_argument("--max-steps", type=int, default=0, help="stop early (timing runs)")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--device", default="cpu", help="cpu, or cuda for a GPU")
     ap.add_argument("--deterministic", action=argparse.BooleanOptionalAction, default=True)
     ap.add_argument("--probe", type=Path, default=None, help="probe.py's file: score each epoch")
+    ap.add_argument(
+        "--hard-negatives",
+        action="store_true",
+        help="add, per pair, its library's definition the starting model confuses most with it",
+    )
+    ap.add_argument("--hard-margin", type=float, default=0.95)
     args = ap.parse_args(argv)
 
     if args.deterministic:
@@ -143,6 +193,23 @@ def main(argv: list[str] | None = None) -> None:
         pooled = (out * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
         return torch.nn.functional.normalize(pooled, dim=-1)
 
+    hard: list[tuple[str, str, int] | None] = []
+    documents = {definition(p): p["document"] for p in reversed(pairs)}
+    if args.hard_negatives:
+
+        def encode_all(texts: list[str], max_tokens: int) -> torch.Tensor:
+            model.eval()
+            with torch.no_grad():
+                out = torch.cat(
+                    [embed(texts[i : i + 256], max_tokens) for i in range(0, len(texts), 256)]
+                )
+            model.train()
+            return out
+
+        hard = mine_hard_negatives(pairs, encode_all, args.doc_tokens, args.hard_margin)
+        print(f"hard negatives for {sum(h is not None for h in hard)} pairs", file=sys.stderr)
+    hard_of = {id(p): h for p, h in zip(pairs, hard, strict=False)}
+
     print(
         f"{len(pairs)} pairs, {steps} steps of {args.batch} on {args.device} "
         f"({args.threads} threads, seed {args.seed})",
@@ -157,8 +224,20 @@ def main(argv: list[str] | None = None) -> None:
         q = embed([p["query"] for p in batch], args.query_tokens)
         d = embed([p["document"] for p in batch], args.doc_tokens)
         scores = SCALE * q @ d.T
+        forward = scores
+        negatives = [hard_of.get(id(p)) for p in batch]
+        if any(negatives):
+            # Each pair's hard negative is one more column for every query of the batch, except
+            # for a query whose own definition it is.
+            h = embed([documents[k] if k else "" for k in negatives], args.doc_tokens)
+            extra = SCALE * q @ h.T
+            own = [definition(p) for p in batch]
+            invalid = torch.tensor(
+                [[k is None or k == mine for k in negatives] for mine in own], device=device
+            )
+            forward = torch.cat([scores, extra.masked_fill(invalid, float("-inf"))], dim=1)
         loss = (
-            torch.nn.functional.cross_entropy(scores, labels)
+            torch.nn.functional.cross_entropy(forward, labels)
             + torch.nn.functional.cross_entropy(scores.T, labels)
         ) / 2
         optimizer.zero_grad()
@@ -195,6 +274,7 @@ def main(argv: list[str] | None = None) -> None:
     model.save_pretrained(args.out, safe_serialization=True)
     record = {
         "base": args.source,
+        "hard_negatives": sum(h is not None for h in hard),
         "base_sha256": sha256_of(source / "model.safetensors"),
         "pairs": str(args.pairs),
         "pairs_count": len(pairs),
