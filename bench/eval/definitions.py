@@ -10,6 +10,7 @@ Chunk vectors are compared exactly here (these indexes are small), so the "chunk
 the exact-search version of the product's vector side.
 
     .venv/bin/python bench/eval/definitions.py --keep bench/.cache/asked.pkl
+    .venv/bin/python bench/eval/definitions.py --model DIR   # the indexes `run.py --model` built
 """
 
 from __future__ import annotations
@@ -256,11 +257,15 @@ def names_experiment(model: Any, asked: list[replay.Asked]) -> None:
     queries, _ = build_corpus(corpus)
     regathered: list[replay.Asked] = []
     for cache, project, texts in (
-        (CACHE, docstring_project(corpus, "chunker", None).name, [q.text for q in queries]),
+        (CACHE, docstring_project(corpus, "chunker", None, model).name, [q.text for q in queries]),
         (
             sources.CACHE,
             questions_eval.project_for(
-                sources.ensure_corpus(sources.CACHE)[0], prepare_dirs(sources.CACHE)[0], "chunker"
+                sources.ensure_corpus(sources.CACHE)[0],
+                prepare_dirs(sources.CACHE)[0],
+                "chunker",
+                None,
+                model,
             ).name,
             [q.text for q in questions_eval.ensure_valid(cache=sources.CACHE)],
         ),
@@ -293,8 +298,11 @@ def main() -> None:
     ap.add_argument(
         "--names", action="store_true", help="instead: every definition's name a symbol term"
     )
+    ap.add_argument(
+        "--model", default=None, help="a local ONNX model folder (default: the bundled model)"
+    )
     args = ap.parse_args()
-    model = make_embedder("local")
+    model = make_embedder("local", args.model)
     if args.keep and args.keep.is_file():
         asked = pickle.loads(args.keep.read_bytes())
     else:
@@ -309,7 +317,8 @@ def main() -> None:
     doc_vectors = query_vectors(model, (q.text for q in queries), CACHE)
     db = open_database(CACHE)
     try:
-        doc_index = read_index(db, docstring_project(corpus, "chunker", None).name, model, CACHE)
+        doc_project = docstring_project(corpus, "chunker", None, model).name
+        doc_index = read_index(db, doc_project, model, CACHE)
     finally:
         db.close()
     questions = questions_eval.ensure_valid(cache=sources.CACHE)
@@ -318,7 +327,7 @@ def main() -> None:
     q_vectors = query_vectors(model, (q.text for q in questions), sources.CACHE)
     db = open_database(sources.CACHE)
     try:
-        q_project = questions_eval.project_for(libs, root, "chunker").name
+        q_project = questions_eval.project_for(libs, root, "chunker", None, model).name
         q_index = read_index(db, q_project, model, sources.CACHE)
     finally:
         db.close()
