@@ -82,7 +82,11 @@ def definition(p: dict) -> tuple[str, str, int]:
 
 
 def mine_hard_negatives(
-    pairs: list[dict], encode: Callable[[list[str], int], Any], doc_tokens: int, margin: float
+    pairs: list[dict],
+    encode: Callable[[list[str], int], Any],
+    query_tokens: int,
+    doc_tokens: int,
+    margin: float,
 ) -> list[tuple[str, str, int] | None]:
     """Per pair, the definition of its own library the starting model ranks highest for the
     pair's text, among those scoring below `margin` x the pair's own definition (closer ones
@@ -95,7 +99,7 @@ def mine_hard_negatives(
     keys = sorted(docs)
     index = {k: i for i, k in enumerate(keys)}
     dv = encode([docs[k] for k in keys], doc_tokens).cpu()
-    qv = encode([p["query"] for p in pairs], 48).cpu()
+    qv = encode([p["query"] for p in pairs], query_tokens).cpu()
     by_library: dict[str, list[int]] = {}
     for i, k in enumerate(keys):
         by_library.setdefault(k[0], []).append(i)
@@ -206,9 +210,11 @@ def main(argv: list[str] | None = None) -> None:
             model.train()
             return out
 
-        hard = mine_hard_negatives(pairs, encode_all, args.doc_tokens, args.hard_margin)
+        hard = mine_hard_negatives(
+            pairs, encode_all, args.query_tokens, args.doc_tokens, args.hard_margin
+        )
         print(f"hard negatives for {sum(h is not None for h in hard)} pairs", file=sys.stderr)
-    hard_of = {id(p): h for p, h in zip(pairs, hard, strict=False)}
+    hard_of = {id(p): h for p, h in zip(pairs, hard, strict=True)} if hard else {}
 
     print(
         f"{len(pairs)} pairs, {steps} steps of {args.batch} on {args.device} "
