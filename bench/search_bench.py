@@ -323,9 +323,14 @@ def exact_nearest(conn: Any, vector: np.ndarray, k: int) -> tuple[list[int], flo
 
 
 def distances(conn: Any, vector: np.ndarray, ids: Sequence[int]) -> list[float]:
+    """Each chunk's distance as the vector ranker counts it: its nearest vector, its own or
+    one of the definitions it holds that have their own."""
     rows = conn.execute(
         store.statement(
-            "SELECT embedding <=> %(vector)s FROM {schema}.rag_chunk WHERE id = ANY(%(ids)s)",
+            "SELECT least(c.embedding <=> %(vector)s,"
+            " (SELECT min(s.embedding <=> %(vector)s) FROM {schema}.rag_symbol s"
+            "   WHERE s.chunk_id = c.id AND s.embedding IS NOT NULL))"
+            " FROM {schema}.rag_chunk c WHERE c.id = ANY(%(ids)s)",
             PROJECT,
         ),
         {"vector": vector, "ids": list(ids)},

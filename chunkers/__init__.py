@@ -1,12 +1,12 @@
 """Text in, chunks out: language detection, tree-sitter symbol chunks, line windows.
 
 No I/O beyond the bytes handed in, no database. Public API:
-`chunk_file`, `detect_language`, `is_binary`, `embedding_text`, `Chunk`, `ChunkResult`,
-`ChunkerConfig`, `Symbol`, `CHUNKER_VERSION`.
+`chunk_file`, `detect_language`, `is_binary`, `embedding_text`, `lone_definitions`, `Chunk`,
+`ChunkResult`, `ChunkerConfig`, `Symbol`, `CHUNKER_VERSION`.
 """
 
 from .detect import detect_language, is_binary
-from .embedding import embedding_text
+from .embedding import embedding_text, lone_definitions
 from .model import CHUNKER_VERSION, Chunk, ChunkerConfig, ChunkResult, Symbol
 from .pipeline import chunk_file
 
@@ -20,4 +20,5 @@ __all__ = [
     "detect_language",
     "embedding_text",
     "is_binary",
+    "lone_definitions",
 ]

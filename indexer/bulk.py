@@ -23,7 +23,7 @@ from indexer.rows import ChunkRow, FileRecord, SymbolRow
 
 @dataclass(frozen=True)
 class NewFile:
-    """One file to load: its row, its chunks (with their vectors), symbols and text."""
+    """One file to load: its row, its chunks and symbols (with their vectors) and text."""
 
     record: FileRecord
     chunks: Sequence[ChunkRow]
@@ -111,7 +111,8 @@ def _load_symbols(
                 chunk_id = ids[s.chunk] if 0 <= s.chunk < len(ids) else None
                 copy.write_row(
                     (file_id, s.ordinal, chunk_id, s.name, s.qualified_name, s.kind,
-                     s.start_line, s.end_line, s.signature_line, s.signature, s.parent)
+                     s.start_line, s.end_line, s.signature_line, s.signature, s.parent,
+                     s.content_sha256, s.embedding)
                 )  # fmt: skip
 
 

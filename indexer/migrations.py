@@ -219,6 +219,21 @@ M006_SEARCH_LAYOUT = [
     "ANALYZE {schema}.rag_chunk",
 ]
 
+# A definition no chunk speaks for (`chunkers.lone_definitions`: a small one merged into a
+# neighbour's chunk, one nested in a bigger definition's chunk) has a vector of its own, which
+# raises the chunk holding its signature in the vector ranker (`sql.VECTOR_CANDIDATES`);
+# `content_sha256` is its embedding-cache key, read beside the chunks' (`sql.CACHED_EMBEDDINGS`).
+# The column gets its dimension and HNSW index where the model is known
+# (`store.set_embedding_dimension`); chunker version 6 makes the next sweep re-chunk every file
+# and embed these definitions (the chunks' vectors come from the cache).
+M007_DEFINITION_VECTORS = [
+    "ALTER TABLE {schema}.rag_symbol ADD COLUMN content_sha256 text, ADD COLUMN embedding vector",
+    """
+    CREATE INDEX rag_symbol_content_sha256 ON {schema}.rag_symbol (content_sha256)
+     WHERE content_sha256 IS NOT NULL
+    """,
+]
+
 # (name, statements): applied in order, each once, each in the transaction that records it.
 MIGRATIONS: list[tuple[str, list[str]]] = [
     ("m001_initial", M001_INITIAL),
@@ -227,4 +242,5 @@ MIGRATIONS: list[tuple[str, list[str]]] = [
     ("m004_text_blocks", M004_TEXT_BLOCKS),
     ("m005_ascii_spelling", M005_ASCII_SPELLING),
     ("m006_search_layout", M006_SEARCH_LAYOUT),
+    ("m007_definition_vectors", M007_DEFINITION_VECTORS),
 ]

@@ -5,7 +5,8 @@ core) in worker processes that thread hands the files to, results kept in order.
 cannot be read or chunked becomes a `Prepared` carrying its error (it fails alone, also when its
 parser crashes or hangs a worker); a file whose content did not change carries only the id of
 its row (its size and time are refreshed); binary content is a skip, not a failure. Chunk rows
-carry their keyword terms and their embedding-cache key.
+carry their keyword terms and their embedding-cache key; so do the definitions no chunk speaks
+for (`chunkers.lone_definitions`), which get a vector of their own.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from collections.abc import Generator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from chunkers import Chunk, ChunkerConfig, Symbol, chunk_file
+from chunkers import Chunk, ChunkerConfig, Symbol, chunk_file, lone_definitions
 from indexer import lexical, store
 from indexer.report import SweepReport
 from indexer.walk import Candidate
@@ -37,6 +38,10 @@ class Prepared:
     language: str | None
     chunks: tuple[Chunk, ...] = ()
     hashes: tuple[str, ...] = ()
+    # The definitions no chunk speaks for, as the embedder reads them, and their cache keys
+    # (also in their symbol rows).
+    definitions: tuple[Chunk, ...] = ()
+    definition_hashes: tuple[str, ...] = ()
     rows: tuple[store.ChunkRow, ...] = ()
     symbols: tuple[store.SymbolRow, ...] = ()
     text: str | None = None  # the decoded text, for exact-text search
@@ -45,6 +50,17 @@ class Prepared:
     skip: str | None = None  # not indexable after all (binary content)
     row_id: int | None = None  # its stored row, to delete when skipped
     new: bool = False  # the index holds no row for it yet
+
+    def to_embed(self) -> list[tuple[Chunk, str]]:
+        """Everything of the file that gets a vector, with its cache key: chunks, then lone
+        definitions."""
+        return [
+            *zip(self.chunks, self.hashes, strict=True),
+            *zip(self.definitions, self.definition_hashes, strict=True),
+        ]
+
+    def vector_keys(self) -> tuple[str, ...]:
+        return self.hashes + self.definition_hashes
 
 
 @dataclass
@@ -135,6 +151,8 @@ class Preparer:
                 cand, sha, result.language, skip=BINARY_CONTENT, row_id=state.id if state else None
             )
         rows = self.rows(cand.path, result.chunks)
+        lone = lone_definitions(result)
+        keys = {i: content_hash(chunk) for i, chunk in lone}
         return Prepared(
             cand,
             sha,
@@ -142,8 +160,10 @@ class Preparer:
             chunks=result.chunks,
             hashes=tuple(row.content_sha256 for row in rows),
             rows=rows,
-            symbols=symbol_rows(result.symbols),
+            symbols=symbol_rows(result.symbols, keys),
             text=clean(result.text),
+            definitions=tuple(chunk for _, chunk in lone),
+            definition_hashes=tuple(keys.values()),
         )
 
     def rows(self, path: str, chunks: tuple[Chunk, ...]) -> tuple[store.ChunkRow, ...]:
@@ -187,7 +207,12 @@ def failed_in_worker(
     return prepared, {}
 
 
-def symbol_rows(symbols: tuple[Symbol, ...]) -> tuple[store.SymbolRow, ...]:
+def symbol_rows(
+    symbols: tuple[Symbol, ...], keys: dict[int, str] | None = None
+) -> tuple[store.SymbolRow, ...]:
+    """The rows of `symbols`; `keys` gives the embedding-cache key of each one (by index) that
+    gets a vector of its own."""
+    keys = keys or {}
     return tuple(
         store.SymbolRow(
             ordinal=i,
@@ -200,6 +225,7 @@ def symbol_rows(symbols: tuple[Symbol, ...]) -> tuple[store.SymbolRow, ...]:
             signature_line=s.signature_line,
             signature=clean(s.signature),
             parent=clean(s.parent) if s.parent is not None else None,
+            content_sha256=keys.get(i),
         )
         for i, s in enumerate(symbols)
     )

@@ -52,6 +52,7 @@ class SweepReport:
     roots_unavailable: list[dict[str, str]] = field(default_factory=list)  # repo, path, reason
     chunks_written: int = 0
     chunks_embedded: int = 0
+    definitions_embedded: int = 0  # definitions no chunk speaks for, embedded alone
     cache_hits: int = 0
     embed_requests: int = 0
     embed_retries: int = 0

@@ -35,7 +35,9 @@ class ChunkRow:
 
 @dataclass(frozen=True, slots=True)
 class SymbolRow:
-    """One definition of a file as the sweep writes it; `chunk` is its chunk's ordinal."""
+    """One definition of a file as the sweep writes it; `chunk` is its chunk's ordinal. A
+    definition no chunk speaks for (`chunkers.lone_definitions`) has a vector of its own, with
+    its embedding-cache key; the others have neither."""
 
     ordinal: int
     chunk: int
@@ -47,6 +49,8 @@ class SymbolRow:
     signature_line: int
     signature: str
     parent: str | None
+    content_sha256: str | None = None
+    embedding: Any = None
 
 
 @dataclass(frozen=True, slots=True)

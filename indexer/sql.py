@@ -94,8 +94,11 @@ SELECT CASE WHEN a.atttypmod > 0 THEN a.atttypmod END AS dim
  WHERE a.attrelid = %(table)s::regclass AND a.attname = 'embedding' AND NOT a.attisdropped
 """
 DELETE_ALL_FILES = "DELETE FROM {schema}.rag_file"
+# The tables holding vectors: every chunk, and the definitions no chunk speaks for.
+VECTOR_TABLES = ("rag_chunk", "rag_symbol")
 DROP_HNSW = "DROP INDEX IF EXISTS {schema}.rag_chunk_embedding_hnsw"
-SET_EMBEDDING_TYPE = "ALTER TABLE {schema}.rag_chunk ALTER COLUMN embedding TYPE vector({dim})"
+DROP_SYMBOL_HNSW = "DROP INDEX IF EXISTS {schema}.rag_symbol_embedding_hnsw"
+SET_EMBEDDING_TYPE = "ALTER TABLE {schema}.{table} ALTER COLUMN embedding TYPE vector({dim})"
 # Index builds get more memory than the default 64MB, or pgvector builds the graph on disk, slowly.
 SET_BUILD_MEMORY = "SELECT set_config('maintenance_work_mem', %(mem)s, true)"
 COUNT_CHUNKS = "SELECT count(*) FROM {schema}.rag_chunk"
@@ -122,6 +125,14 @@ CREATE_HNSW = (
     """
 CREATE INDEX IF NOT EXISTS rag_chunk_embedding_hnsw
     ON {schema}.rag_chunk USING hnsw (embedding vector_cosine_ops)
+    WITH ("""
+    + HNSW_OPTIONS
+    + ")\n"
+)
+CREATE_SYMBOL_HNSW = (
+    """
+CREATE INDEX IF NOT EXISTS rag_symbol_embedding_hnsw
+    ON {schema}.rag_symbol USING hnsw (embedding vector_cosine_ops)
     WITH ("""
     + HNSW_OPTIONS
     + ")\n"
@@ -179,15 +190,15 @@ DELETE_SYMBOLS = "DELETE FROM {schema}.rag_symbol WHERE file_id = %(file_id)s"
 INSERT_SYMBOLS = """
 INSERT INTO {schema}.rag_symbol
        (file_id, ordinal, chunk_id, name, qualified_name, kind, start_line, end_line,
-        signature_line, signature, parent)
+        signature_line, signature, parent, content_sha256, embedding)
 SELECT %(file_id)s, s.ordinal, c.id, s.name, s.qualified_name, s.kind, s.start_line,
-       s.end_line, s.signature_line, s.signature, s.parent
+       s.end_line, s.signature_line, s.signature, s.parent, s.content_sha256, s.embedding
   FROM unnest(%(ordinals)s::int[], %(chunks)s::int[], %(names)s::text[],
               %(qualified_names)s::text[], %(kinds)s::text[], %(start_lines)s::int[],
               %(end_lines)s::int[], %(signature_lines)s::int[], %(signatures)s::text[],
-              %(parents)s::text[])
+              %(parents)s::text[], %(content_sha256s)s::text[], %(embeddings)s::vector[])
        AS s(ordinal, chunk, name, qualified_name, kind, start_line, end_line, signature_line,
-            signature, parent)
+            signature, parent, content_sha256, embedding)
   LEFT JOIN {schema}.rag_chunk c ON c.file_id = %(file_id)s AND c.ordinal = s.chunk
 """
 DELETE_CHUNKS_FROM = (
@@ -205,8 +216,13 @@ DELETE_FILES = "DELETE FROM {schema}.rag_file WHERE id = ANY(%(ids)s)"
 DELETE_REPOS_EXCEPT = "DELETE FROM {schema}.rag_file WHERE NOT (repo = ANY(%(repos)s))"
 CACHED_EMBEDDINGS = """
 SELECT DISTINCT ON (content_sha256) content_sha256, embedding
-  FROM {schema}.rag_chunk
- WHERE content_sha256 = ANY(%(hashes)s) AND embedding IS NOT NULL
+  FROM (SELECT content_sha256, embedding
+          FROM {schema}.rag_chunk
+         WHERE content_sha256 = ANY(%(hashes)s) AND embedding IS NOT NULL
+        UNION ALL
+        SELECT content_sha256, embedding
+          FROM {schema}.rag_symbol
+         WHERE content_sha256 = ANY(%(hashes)s) AND embedding IS NOT NULL) AS v
 """
 
 # --- summaries ------------------------------------------------------------------------------
@@ -259,16 +275,33 @@ SET_EF_SEARCH = "SELECT set_config('hnsw.ef_search', %(ef)s, true)"
 # (pgvector >= 0.8); without it a filter would thin out a short candidate list.
 SET_ITERATIVE_SCAN = "SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true)"
 PGVECTOR_HAS_ITERATIVE_SCAN = "SELECT 1 FROM pg_settings WHERE name = 'hnsw.iterative_scan'"
+# The chunks nearest to the query, and the definitions no chunk speaks for nearest to it, each
+# standing for the chunk holding its signature: a chunk ranks by the nearest of its vectors.
+# Each side walks its own HNSW index.
 VECTOR_CANDIDATES = (
     """
-SELECT c.id, c.embedding <=> %(vector)s AS distance
-  FROM {schema}.rag_chunk c
-  JOIN {schema}.rag_file f ON f.id = c.file_id
- WHERE c.embedding IS NOT NULL
+SELECT v.id, min(v.distance) AS distance
+  FROM ((SELECT c.id, c.embedding <=> %(vector)s AS distance
+           FROM {schema}.rag_chunk c
+           JOIN {schema}.rag_file f ON f.id = c.file_id
+          WHERE c.embedding IS NOT NULL
 """
     + _SEARCH_FILTERS
     + """
- ORDER BY c.embedding <=> %(vector)s
+          ORDER BY c.embedding <=> %(vector)s
+          LIMIT %(limit)s)
+        UNION ALL
+        (SELECT s.chunk_id, s.embedding <=> %(vector)s AS distance
+           FROM {schema}.rag_symbol s
+           JOIN {schema}.rag_file f ON f.id = s.file_id
+          WHERE s.embedding IS NOT NULL AND s.chunk_id IS NOT NULL
+"""
+    + _SEARCH_FILTERS
+    + """
+          ORDER BY s.embedding <=> %(vector)s
+          LIMIT %(limit)s)) AS v
+ GROUP BY v.id
+ ORDER BY distance, v.id
  LIMIT %(limit)s
 """
 )

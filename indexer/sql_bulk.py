@@ -61,11 +61,12 @@ DROP_CHUNK_STAGING = "DROP TABLE IF EXISTS pg_temp.rag_chunk_load"
 COPY_SYMBOLS = """
 COPY {schema}.rag_symbol
      (file_id, ordinal, chunk_id, name, qualified_name, kind, start_line, end_line,
-      signature_line, signature, parent)
+      signature_line, signature, parent, content_sha256, embedding)
 FROM STDIN (FORMAT BINARY)
 """
 COPY_SYMBOLS_TYPES = [
     "int8", "int4", "int8", "text", "text", "text", "int4", "int4", "int4", "text", "text",
+    "text", "vector",
 ]  # fmt: skip
 # Text format: the file-text rows are whatever `store.text_rows` makes of them.
 COPY_FILE_TEXT = "COPY {table} ({columns}) FROM STDIN"

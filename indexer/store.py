@@ -168,38 +168,58 @@ def set_meta(conn: Conn, project: str, key: str, value: Any) -> None:
 # --- the embedding column -------------------------------------------------------------------
 
 
-def embedding_dimension(conn: Conn, project: str) -> int | None:
+def embedding_dimension(conn: Conn, project: str, table: str = "rag_chunk") -> int | None:
+    """The dimension `table`'s embedding column is typed with (None: untyped, no model yet)."""
     name = validate_project_name(project)
-    table = pgsql.Identifier(name, "rag_chunk").as_string(conn)
-    row = conn.execute(sql.EMBEDDING_DIMENSION, {"table": table}).fetchone()
+    qualified = pgsql.Identifier(name, table).as_string(conn)
+    row = conn.execute(sql.EMBEDDING_DIMENSION, {"table": qualified}).fetchone()
     return None if row is None else row[0]
 
 
 def set_embedding_dimension(conn: Conn, project: str, dim: int) -> bool:
-    """Type the embedding column as vector(dim) with its HNSW index.
+    """Type the embedding columns (chunks' and definitions') as vector(dim) with their HNSW
+    indexes.
 
-    A different dimension than before deletes every file row (and, by cascade, every chunk)
-    first, so vectors of two models never mix; returns True when it did so.
+    A different dimension than before deletes every file row (and, by cascade, every chunk and
+    symbol) first, so vectors of two models never mix; returns True when it did so. A column
+    still untyped beside a typed one (a project from before definitions had vectors: they have
+    none yet) is typed alone.
     """
     if not isinstance(dim, int) or not 1 <= dim <= 16000:
         raise ValueError(f"an embedding dimension must be 1..16000, got {dim!r}")
-    current = embedding_dimension(conn, project)
-    if current == dim:
+    current = {table: embedding_dimension(conn, project, table) for table in sql.VECTOR_TABLES}
+    if all(d == dim for d in current.values()):
         build_bulk_indexes(conn, project)  # a sweep killed during a bulk load left none
         return False
     with conn.transaction():
-        conn.execute(statement(sql.DROP_HNSW, project))
-        conn.execute(statement(sql.DELETE_ALL_FILES, project))
-        conn.execute(statement(sql.SET_EMBEDDING_TYPE, project, dim=dim))
-        conn.execute(statement(sql.CREATE_HNSW, project))
-    return current is not None
+        if current["rag_chunk"] != dim:
+            conn.execute(statement(sql.DROP_HNSW, project))
+            conn.execute(statement(sql.DELETE_ALL_FILES, project))
+        conn.execute(statement(sql.DROP_SYMBOL_HNSW, project))
+        for table, d in current.items():
+            if d != dim:
+                conn.execute(
+                    pgsql.SQL(sql.SET_EMBEDDING_TYPE).format(
+                        schema=pgsql.Identifier(validate_project_name(project)),
+                        table=pgsql.Identifier(table),
+                        dim=pgsql.Literal(dim),
+                    )
+                )
+        for step in (sql.CREATE_HNSW, sql.CREATE_SYMBOL_HNSW):
+            conn.execute(statement(step, project))
+    return current["rag_chunk"] not in (None, dim)
 
 
 def drop_bulk_indexes(conn: Conn, project: str, secondary: bool = True) -> None:
     """Drop the HNSW and trigram indexes before a bulk load (building them afterwards is
     several times faster than inserting into them row by row), and with `secondary` the
     keyword and symbol indexes too; searches meanwhile scan."""
-    steps = [sql.DROP_HNSW, *sql.DROP_TRGM, *(sql_bulk.DROP_SECONDARY if secondary else [])]
+    steps = [
+        sql.DROP_HNSW,
+        sql.DROP_SYMBOL_HNSW,
+        *sql.DROP_TRGM,
+        *(sql_bulk.DROP_SECONDARY if secondary else []),
+    ]
     with conn.transaction():
         for step in steps:
             conn.execute(statement(step, project))
@@ -225,7 +245,12 @@ def _build_indexes(conn: Conn, project: str, memory: str, workers: int | None) -
         conn.execute(sql.SET_BUILD_MEMORY, {"mem": memory})
         if workers is not None:
             conn.execute(sql_bulk.SET_BUILD_WORKERS, {"workers": str(workers)})
-        for step in [sql.CREATE_HNSW, *sql.CREATE_TRGM, *sql_bulk.CREATE_SECONDARY]:
+        for step in [
+            sql.CREATE_HNSW,
+            sql.CREATE_SYMBOL_HNSW,
+            *sql.CREATE_TRGM,
+            *sql_bulk.CREATE_SECONDARY,
+        ]:
             conn.execute(statement(step, project))
 
 
@@ -389,6 +414,8 @@ def _replace_symbols(conn: Conn, project: str, file_id: int, symbols: Sequence[S
             "signature_lines": [s.signature_line for s in symbols],
             "signatures": [s.signature for s in symbols],
             "parents": [s.parent for s in symbols],
+            "content_sha256s": [s.content_sha256 for s in symbols],
+            "embeddings": [s.embedding for s in symbols],
         },
     )
 
@@ -421,7 +448,7 @@ def delete_repos_except(conn: Conn, project: str, repos: Sequence[str]) -> int:
 
 
 def cached_embeddings(conn: Conn, project: str, hashes: Sequence[str]) -> dict[str, Any]:
-    """Stored vectors by content hash, for chunks whose content is already embedded."""
+    """Stored vectors by content hash, for chunks and definitions already embedded."""
     if not hashes:
         return {}
     rows = conn.execute(statement(sql.CACHED_EMBEDDINGS, project), {"hashes": list(hashes)})

@@ -343,7 +343,7 @@ class _Sweep:
     def _batch(self, conn: store.Conn, files: list[Prepared]) -> Batch:
         """The files with the vectors the index already holds for their chunks."""
         t = time.perf_counter()
-        hashes = sorted({h for f in files for h in f.hashes})
+        hashes = sorted({h for f in files for h in f.vector_keys()})
         cached = store.cached_embeddings(conn, self.name, hashes)
         conn.rollback()
         self.report.add_time("cache_lookup", time.perf_counter() - t)

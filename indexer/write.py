@@ -1,11 +1,12 @@
 """Embedding a batch of prepared files and writing them, each file in its own savepoint.
 
-Vectors found in the embedding cache (by chunk content hash) are reused; the rest are embedded
-in one request batch spanning files. A file whose chunks the embedder refused, or whose rows
-the database refused, fails alone: recorded with its reason (its previous rows kept), retried
-next sweep. An unexpected embedder failure on a batch is retried file by file, so one input
-the embedder cannot take costs its own file only. In a bulk load the batch's new files go in
-with one COPY per table (`bulk.load_files`); if the database refuses it, they go file by file.
+Vectors found in the embedding cache (by content hash) are reused; the rest, of chunks and of
+the definitions no chunk speaks for, are embedded in one request batch spanning files. A file
+whose inputs the embedder refused, or whose rows the database refused, fails alone: recorded
+with its reason (its previous rows kept), retried next sweep. An unexpected embedder failure on
+a batch is retried file by file, so one input the embedder cannot take costs its own file only.
+In a bulk load the batch's new files go in with one COPY per table (`bulk.load_files`); if the
+database refuses it, they go file by file.
 """
 
 from __future__ import annotations
@@ -44,13 +45,16 @@ class Writer:
         self.embedder = embedder
         self.report = report
         self.bulk_load = bulk_load  # new files go in with COPY
+        self._lone: set[str] = set()  # the batch's keys of definitions only, not of chunks
 
     def embed_and_write(self, batch: Batch) -> None:
         report = self.report
         vectors: dict[str, Any] = dict(batch.cached)
         wanted: dict[str, tuple[str, str]] = {}  # hash -> (text, label), first occurrence
+        self._lone = {h for f in batch.files for h in f.definition_hashes}
+        self._lone.difference_update(h for f in batch.files for h in f.hashes)
         for f in batch.files:
-            for chunk, h in zip(f.chunks, f.hashes, strict=True):
+            for chunk, h in f.to_embed():
                 if h in vectors:
                     report.cache_hits += 1
                 elif h not in wanted:
@@ -90,10 +94,13 @@ class Writer:
         report.embed_requests += result.requests
         report.embed_retries += result.retries
         report.embed_truncated += len(result.truncated)
-        report.chunks_embedded += sum(v is not None for v in result.vectors)
         for key, vector in zip(keys, result.vectors, strict=True):
             if vector is not None:
                 vectors[key] = np.asarray(vector, dtype=np.float32)
+                if key in self._lone:
+                    report.definitions_embedded += 1
+                else:
+                    report.chunks_embedded += 1
         for r in result.refused:
             refused[keys[r.index]] = f"the embedder refused {r.label}: {r.reason}"
 
@@ -107,7 +114,7 @@ class Writer:
         """After an unexpected embedder failure: each file's chunks alone, so one input the
         embedder cannot take fails its own file only."""
         for f in batch.files:
-            keys = [h for h in dict.fromkeys(f.hashes) if h in wanted and h not in vectors]
+            keys = [h for h in dict.fromkeys(f.vector_keys()) if h in wanted and h not in vectors]
             if not keys:
                 continue
             try:
@@ -137,7 +144,7 @@ class Writer:
                 if f.row_id is not None:
                     report.files_deleted += store.delete_files(conn, self.name, [f.row_id])
                 continue
-            reason = f.error or next((refused[h] for h in f.hashes if h in refused), None)
+            reason = f.error or next((refused[h] for h in f.vector_keys() if h in refused), None)
             if reason is None:
                 try:
                     self._upsert(f, vectors)
@@ -163,12 +170,14 @@ class Writer:
             and f.touch_id is None
             and f.skip is None
             and f.error is None
-            and not any(h in refused for h in f.hashes)
+            and not any(h in refused for h in f.vector_keys())
         }
         if not chosen:
             return set()
-        files = [bulk.NewFile(self._record(f), self._rows(f, vectors), f.symbols, f.text)
-                 for f in chosen.values()]  # fmt: skip
+        files = [
+            bulk.NewFile(self._record(f), self._rows(f, vectors), self._symbols(f, vectors), f.text)
+            for f in chosen.values()
+        ]
         t = time.perf_counter()
         try:
             bulk.load_files(self.conn, self.name, files)
@@ -197,7 +206,19 @@ class Writer:
     def _rows(f: Prepared, vectors: dict[str, Any]) -> list[store.ChunkRow]:
         return [replace(row, embedding=vectors[row.content_sha256]) for row in f.rows]
 
+    @staticmethod
+    def _symbols(f: Prepared, vectors: dict[str, Any]) -> list[store.SymbolRow]:
+        return [
+            replace(s, embedding=vectors[s.content_sha256]) if s.content_sha256 else s
+            for s in f.symbols
+        ]
+
     def _upsert(self, f: Prepared, vectors: dict[str, Any]) -> None:
         store.upsert_file(
-            self.conn, self.name, self._record(f), self._rows(f, vectors), f.symbols, f.text
+            self.conn,
+            self.name,
+            self._record(f),
+            self._rows(f, vectors),
+            self._symbols(f, vectors),
+            f.text,
         )

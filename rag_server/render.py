@@ -72,7 +72,8 @@ def describe_report(report: SweepReport) -> str:
         f"{report.files_changed:,} indexed, {report.files_unchanged:,} unchanged, "
         f"{report.files_deleted:,} deleted, {report.files_failed:,} failed, "
         f"{skipped:,} skipped; {report.chunks_written:,} chunks written "
-        f"({report.chunks_embedded:,} embedded, {report.cache_hits:,} from cache) "
+        f"({report.chunks_embedded:,} embedded, {report.cache_hits:,} vectors from cache), "
+        f"{report.definitions_embedded:,} definitions embedded alone "
         f"in {total:.1f} s{rate}{unavailable}"
     )
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from fixture_scan import SCANS, scan
 
-from chunkers import ChunkerConfig, chunk_file
+from chunkers import ChunkerConfig, chunk_file, embedding_text, lone_definitions
 
 FIXTURES = Path(__file__).parent / "fixtures" / "chunkers"
 
@@ -91,3 +91,68 @@ def test_definitions_merged_into_one_chunk_are_all_listed() -> None:
 def test_files_without_a_grammar_have_no_symbols() -> None:
     result = chunk_file("notes.txt", b"def looks_like_python():\n    pass\n")
     assert result.symbols == ()
+
+
+LONE = '''import os
+
+
+class Palette:
+    """Colours a theme offers."""
+
+    def blend(self, a, b):
+        return (a + b) / 2
+
+    def lighten(self, colour):
+        return min(1.0, colour * 1.2)
+
+
+def helper():
+    return os.sep
+
+
+def long_sum():
+    total = 0
+{body}
+    return total
+'''
+
+
+def test_lone_definitions_are_those_no_chunk_speaks_for() -> None:
+    # A small definition merged into a neighbour's chunk and a method nested in its class's
+    # chunk get a text of their own to embed (the chunker's header with their own name, their
+    # own lines); a definition with a chunk named after it, whole or split, does not.
+    body = "\n".join(f"    total += {i}" for i in range(120))
+    source = LONE.format(body=body)
+    result = chunk_file("paint.py", source.encode(), ChunkerConfig(max_chars=900, target_chars=700))
+    lone = lone_definitions(result)
+    named = {c.symbol for c in result.chunks}
+    assert "long_sum" in named and len([c for c in result.chunks if c.symbol == "long_sum"]) > 1
+    # The first chunk is named after Palette but holds the imports and helper too: no chunk
+    # is Palette's own either.
+    assert [chunk.symbol for _, chunk in lone] == [
+        "Palette",
+        "Palette.blend",
+        "Palette.lighten",
+        "helper",
+    ]
+    lines = source.split("\n")
+    for index, chunk in lone:
+        symbol = result.symbols[index]
+        assert chunk.symbol == symbol.qualified_name and chunk.kind == symbol.kind
+        assert (chunk.start_line, chunk.end_line) == (symbol.start_line, symbol.end_line)
+        assert chunk.content == "\n".join(lines[symbol.start_line - 1 : symbol.end_line])
+        assert chunk.language == "python"
+        text = embedding_text(chunk, "paint.py")
+        assert text.startswith(f"File: paint.py\nLanguage: python\nSymbol: {chunk.symbol} (")
+
+
+def test_a_lone_definitions_text_is_cut_at_max_chars() -> None:
+    # A method of ~1,000 characters nested in its class's chunk: its own text is cut.
+    big = "    def big(self):\n" + "\n".join(f"        x{i} = {i}" for i in range(60))
+    source = f"class Many:\n    def small(self):\n        return 1\n\n{big}\n"
+    result = chunk_file("many.py", source.encode())
+    assert [c.symbol for c in result.chunks] == ["Many"]
+    lone = {chunk.symbol: chunk for _, chunk in lone_definitions(result, max_chars=500)}
+    assert set(lone) == {"Many.small", "Many.big"}
+    assert lone["Many.small"].content == "    def small(self):\n        return 1"
+    assert lone["Many.big"].content == big[:500]

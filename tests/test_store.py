@@ -125,7 +125,31 @@ def test_dimension_change_clears_rows_so_models_never_mix(conn: Conn, project_na
     assert store.summary(conn, project_name).chunks == 1
     assert store.set_embedding_dimension(conn, project_name, 5) is True
     assert store.embedding_dimension(conn, project_name) == 5
+    assert store.embedding_dimension(conn, project_name, "rag_symbol") == 5
     assert store.summary(conn, project_name).files == 0
+
+
+def test_a_project_from_before_definition_vectors_gets_their_column_typed_alone(
+    conn: Conn, project_name: str
+) -> None:
+    # Migration m007 adds the definitions' vector column untyped beside the chunks' typed
+    # one: the model check types it and builds its index, and keeps every chunk.
+    store.ensure_project(conn, project_name)
+    store.set_embedding_dimension(conn, project_name, 3)
+    store.upsert_file(conn, project_name, record(), [chunk(0, "a")])
+    for step in (
+        "DROP INDEX {schema}.rag_symbol_embedding_hnsw",
+        "ALTER TABLE {schema}.rag_symbol ALTER COLUMN embedding TYPE vector",
+    ):
+        conn.execute(store.statement(step, project_name))
+    assert store.embedding_dimension(conn, project_name, "rag_symbol") is None
+    assert store.set_embedding_dimension(conn, project_name, 3) is False
+    assert store.embedding_dimension(conn, project_name, "rag_symbol") == 3
+    assert store.summary(conn, project_name).chunks == 1
+    indexes = conn.execute(
+        "SELECT indexname FROM pg_indexes WHERE schemaname = %s", (project_name,)
+    ).fetchall()
+    assert ("rag_symbol_embedding_hnsw",) in indexes
 
 
 def test_deleting_files_cascades_to_chunks(conn: Conn, project_name: str) -> None:

@@ -46,7 +46,7 @@ SELECT f.path, c.ordinal, c.start_line, c.end_line, c.symbol, c.kind, c.content,
 """
 SYMBOLS = """
 SELECT f.path, s.ordinal, c.ordinal, s.name, s.qualified_name, s.kind, s.start_line,
-       s.end_line, s.signature_line, s.signature, s.parent
+       s.end_line, s.signature_line, s.signature, s.parent, s.content_sha256, s.embedding::text
   FROM {schema}.rag_symbol s JOIN {schema}.rag_file f ON f.id = s.file_id
   LEFT JOIN {schema}.rag_chunk c ON c.id = s.chunk_id
  ORDER BY f.path, s.ordinal
@@ -127,6 +127,10 @@ def test_the_bulk_load_writes_exactly_the_rows_of_the_per_file_path(
         assert indexes(conn, bulk.name) == indexes(conn, per_file.name)
         [hnsw] = [i for i in indexes(conn, bulk.name) if i.startswith("rag_chunk_embedding_hnsw")]
         assert "ef_construction='200'" in hnsw
+        # The definitions no chunk speaks for went in with their vectors, and their index too.
+        assert any(r[-1] is not None for r in rows(conn, bulk.name, SYMBOLS))
+        [hnsw] = [i for i in indexes(conn, bulk.name) if i.startswith("rag_symbol_embedding")]
+        assert "hnsw (embedding vector_cosine_ops)" in hnsw
 
         # Nothing changed: nothing is written, the index stays as it is.
         again = sweep_project(database, bulk, embedder, options)

@@ -1,6 +1,6 @@
 """The symbol table and the file text in the database: the sweep writes each file's definitions
 and text with its chunks, replaces them when the file changes, drops them with the file, and
-fills both for an index built before they existed without embedding anything again."""
+fills both for an index built before they existed without embedding its chunks again."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 from index_rows import execute, file_symbols
 from ollama_standin import OllamaStandin, ollama_standin
 
-from chunkers import CHUNKER_VERSION, chunk_file
+from chunkers import CHUNKER_VERSION, chunk_file, lone_definitions
 from indexer import store
 from indexer.db import Database
 from indexer.embedders import make_embedder
@@ -132,13 +132,17 @@ def test_an_index_from_before_the_symbol_table_fills_it_without_re_embedding(
         conn,
         project.name,
         "DELETE FROM {schema}.rag_migration"
-        " WHERE name IN ('m002_symbols', 'm003_file_text', 'm004_text_blocks')",
+        " WHERE name IN ('m002_symbols', 'm003_file_text', 'm004_text_blocks',"
+        " 'm007_definition_vectors')",
     )
     store.set_meta(conn, project.name, "chunker_version", 1)
     conn.commit()
     ollama_standin.reset_counters()
     sweep(database, project, embedder)
-    assert ollama_standin.embedding_calls == 0
+    # No chunk is embedded again: only the definitions no chunk speaks for, which had no
+    # vector before.
+    lone = lone_definitions(chunk_file("cart.py", SHOP.encode()))
+    assert ollama_standin.embedded_inputs == len(lone) > 0
     assert file_symbols(conn, project.name, "shop", "cart.py") == expected(SHOP)
     assert file_text(conn, project.name, "cart.py") == SHOP
     conn.rollback()

@@ -154,6 +154,7 @@ def ensure_index(
         "chunks": chunks[0] if chunks else 0,
         "files": report.files_seen,
         "chunks_embedded": report.chunks_embedded,
+        "definitions_embedded": report.definitions_embedded,
         "sweep_seconds": round(time.perf_counter() - started, 1),
         "embed_seconds": round(report.seconds.get("embed", 0.0), 1),
     }
