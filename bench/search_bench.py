@@ -376,7 +376,8 @@ def recall(cache: Path, settings: Sequence[int], limit: int | None) -> None:
                 for v, (exact, kth) in zip(vectors, truth, strict=True):
                     t = time.perf_counter()
                     with conn.transaction():
-                        ids = lookup.vector_candidates(conn, PROJECT, v, NO_FILTERS, depth, ef)
+                        found = lookup.vector_candidates(conn, PROJECT, v, NO_FILTERS, depth, ef)
+                        ids = [cid for cid, _ in found]
                     times.append(time.perf_counter() - t)
                     top = ids[:10]
                     by_id.append(len(set(top) & set(exact)) / len(exact))

@@ -52,8 +52,9 @@ def vector_candidates(
     filters: Mapping[str, Any],
     limit: int,
     ef_search: int,
-) -> list[int]:
-    """Chunk ids nearest to `vector` (cosine, HNSW), best first. Call inside a transaction:
+) -> list[tuple[int, float]]:
+    """Chunk ids nearest to `vector` (cosine, HNSW), with their cosine similarity (of the
+    nearest of each chunk's vectors), best first. Call inside a transaction:
     the `hnsw.*` settings made here last until it ends. Filtered searches scan on until enough
     rows pass (pgvector >= 0.8's iterative scans), so a filter does not thin the list out."""
     conn.execute(sql.SET_EF_SEARCH, {"ef": str(max(ef_search, limit))})
@@ -67,18 +68,18 @@ def vector_candidates(
         {**filters, "vector": vector, "limit": limit},
         prepare=False,
     ).fetchall()
-    return [r[0] for r in rows]
+    return [(r[0], 1.0 - float(r[1])) for r in rows]
 
 
 def keyword_candidates(
     conn: Conn, project: str, params: Mapping[str, Any], terms: int | None
-) -> list[int]:
-    """Chunk ids by keyword rank, best first: the idf-weighted ranker over `terms` query
-    terms, or the plain OR ranker when `terms` is None. Never prepared: how many rows a
+) -> list[tuple[int, float]]:
+    """Chunk ids with their keyword score, best first: the idf-weighted ranker over `terms`
+    query terms, or the plain OR ranker when `terms` is None. Never prepared: how many rows a
     tsquery matches decides the plan (index or scan), and a generic plan scans whole tables."""
     text = sql.KEYWORD_CANDIDATES if terms is None else sql.keyword_candidates_idf(terms)
     rows = conn.execute(statement(text, project), params, prepare=False).fetchall()
-    return [r[0] for r in rows]
+    return [(r[0], float(r[1])) for r in rows]
 
 
 def symbol_matches(conn: Conn, project: str, symbol: str, filters: Mapping[str, Any]) -> list[int]:

@@ -3,8 +3,9 @@
 The keyword side weighs each query term by its rarity (BM25's idf, from PostgreSQL's own
 statistics of the keyword column, read at most once a minute) and by where it occurs
 (symbol > path > body); only the rarest terms decide which rows match, within a row budget,
-so the keyword side stays bounded. The vector and keyword lists are fused by weighted
-reciprocal rank fusion; chunks named exactly by the query come first; the windows of a split
+so the keyword side stays bounded. The vector and keyword lists are fused by their scores (a
+convex combination of each list's normalised scores; weighted reciprocal rank fusion is the
+alternative); chunks named exactly by the query come first; the windows of a split
 definition collapse into one hit for the definition, from its signature, and overlapping hits
 of one file into the best. `Ranking` holds the knobs, tuned on held-out queries of the
 evals in `bench/eval/` (figures in docs/performance.md).
@@ -33,6 +34,11 @@ class Ranking:
     always matches) and `max_ranked` a hard cap on rows ranked, for statistics that are stale.
     """
 
+    # "score": each list's scores normalised (cosine by min-max over the list, the keyword
+    # score by the list's best) and summed, the vector side's at `vector_share`, the keyword
+    # side's at the rest. "rank": weighted reciprocal rank fusion, by `*_weight` and `rrf_k`.
+    fusion: str = "score"
+    vector_share: float = 0.55
     vector_weight: float = 1.0
     keyword_weight: float = 0.35
     vector_depth: int = 30
@@ -76,20 +82,27 @@ class Candidates:
     keyword: list[int] = field(default_factory=list)
     exact: list[int] = field(default_factory=list)
     verbatim: list[int] = field(default_factory=list)
+    # Each ranker's scores, by position in its list: cosine similarity, keyword score.
+    vector_scores: list[float] = field(default_factory=list)
+    keyword_scores: list[float] = field(default_factory=list)
+
+
+def scored(pairs: Sequence[tuple[int, float]]) -> tuple[list[int], list[float]]:
+    """A ranker's (id, score) list as its ids and its scores."""
+    return [cid for cid, _ in pairs], [score for _, score in pairs]
 
 
 def fuse(candidates: Candidates, ranking: Ranking = DEFAULT_RANKING) -> dict[int, float]:
-    """Weighted reciprocal rank fusion of the two lists (each cut at its depth), each ranker's
-    first candidate lifted to its slot when one is set; code chunks holding an identifier of
-    the query verbatim come above the rest (in their fused order), and chunks named exactly by
-    the query above everything, in their order."""
-    scores: dict[int, float] = {}
-    for ids, weight, depth in (
-        (candidates.vector, ranking.vector_weight, ranking.vector_depth),
-        (candidates.keyword, ranking.keyword_weight, ranking.keyword_depth),
-    ):
-        for rank, chunk_id in enumerate(ids[:depth], start=1):
-            scores[chunk_id] = scores.get(chunk_id, 0.0) + weight / (ranking.rrf_k + rank)
+    """The two lists (each cut at its depth) fused by `ranking.fusion`, each ranker's first
+    candidate lifted to its slot when one is set; code chunks holding an identifier of the
+    query verbatim come above the rest (in their fused order), and chunks named exactly by the
+    query above everything, in their order."""
+    if ranking.fusion == "score":
+        scores = _score_fusion(candidates, ranking)
+    elif ranking.fusion == "rank":
+        scores = _rank_fusion(candidates, ranking)
+    else:
+        raise ValueError(f"fusion must be score or rank, got {ranking.fusion!r}")
     # The higher slot last, so that lifting the other does not push it down again.
     for slot, ids in sorted(
         ((ranking.keyword_slot, candidates.keyword), (ranking.vector_slot, candidates.vector)),
@@ -98,6 +111,44 @@ def fuse(candidates: Candidates, ranking: Ranking = DEFAULT_RANKING) -> dict[int
         if slot and ids:
             _lift(scores, ids[0], slot)
     lift_named(scores, candidates, ranking)
+    return scores
+
+
+def _rank_fusion(candidates: Candidates, ranking: Ranking) -> dict[int, float]:
+    scores: dict[int, float] = {}
+    for ids, weight, depth in (
+        (candidates.vector, ranking.vector_weight, ranking.vector_depth),
+        (candidates.keyword, ranking.keyword_weight, ranking.keyword_depth),
+    ):
+        for rank, chunk_id in enumerate(ids[:depth], start=1):
+            scores[chunk_id] = scores.get(chunk_id, 0.0) + weight / (ranking.rrf_k + rank)
+    return scores
+
+
+def _score_fusion(candidates: Candidates, ranking: Ranking) -> dict[int, float]:
+    """A convex combination of the two lists' normalised scores: a chunk the vector side puts
+    far ahead of the rest stays ahead, where rank fusion would count it one rank ahead. Cosine
+    is normalised by min-max over its list (its spread differs from query to query), the
+    keyword score by the list's best (its floor is 0); a chunk absent from a list gets 0 there.
+    """
+    scores: dict[int, float] = {}
+    for ids, values, share, depth, floor in (
+        (candidates.vector, candidates.vector_scores, ranking.vector_share,
+         ranking.vector_depth, None),
+        (candidates.keyword, candidates.keyword_scores, 1.0 - ranking.vector_share,
+         ranking.keyword_depth, 0.0),
+    ):  # fmt: skip
+        ids, values = ids[:depth], values[:depth]
+        if not ids:
+            continue
+        if len(values) != len(ids):
+            raise ValueError("score fusion needs each ranker's scores beside its ids")
+        top = max(values)
+        low = min(values) if floor is None else floor
+        span = top - low
+        for chunk_id, value in zip(ids, values, strict=True):
+            normalised = (value - low) / span if span > 0 else 1.0
+            scores[chunk_id] = scores.get(chunk_id, 0.0) + share * normalised
     return scores
 
 
@@ -259,8 +310,8 @@ def at_least(ranking: Ranking, depth: int) -> Ranking:
 
 def keyword_candidates(
     conn: store.Conn, project: str, query: str, filters: Mapping[str, Any], ranking: Ranking
-) -> list[int]:
-    """The keyword ranker's list for `query`, best first (see `Ranking`)."""
+) -> list[tuple[int, float]]:
+    """The keyword ranker's list for `query` with its scores, best first (see `Ranking`)."""
     words = lexical.query_terms(query, stopwords=ranking.stopwords)
     if not words:
         return []

@@ -33,6 +33,7 @@ from indexer.ranking import (
     collapse,
     fuse,
     keyword_candidates,
+    scored,
     shaping_rows,
 )
 from indexer.walk import root_problem
@@ -268,7 +269,8 @@ def search_code(
                     ef_search,
                 )
                 found = others.result()
-                candidates = replace(found, vector=nearest)
+                ids, similarities = scored(nearest)
+                candidates = replace(found, vector=ids, vector_scores=similarities)
                 scores, hits = _fused_rows(conn, project.name, candidates, depth, top_k)
     now = clock.now()
     problems = {repo: _root_problem(project, repo) for repo in {row.repo for row, _ in hits}}
@@ -360,13 +362,14 @@ def gather_candidates(
     False) and the exact symbol matches, under `filters`, one after the other inside the
     caller's transaction (`search_code` runs the two sides at once)."""
     ranking = at_least(ranking, min_depth)
-    vector: list[int] = []
+    nearest: list[tuple[int, float]] = []
     if query_vector is not None:
-        vector = lookup.vector_candidates(
+        nearest = lookup.vector_candidates(
             conn, project, _vector_param(query_vector), filters, ranking.vector_depth, ef_search
         )
     others = other_candidates(conn, project, query, filters, ranking, keyword)
-    return replace(others, vector=vector)
+    ids, similarities = scored(nearest)
+    return replace(others, vector=ids, vector_scores=similarities)
 
 
 def other_candidates(
@@ -379,10 +382,11 @@ def other_candidates(
 ) -> Candidates:
     """Every list but the vector one: the keyword list (unless `keyword` is False), the exact
     symbol matches and the verbatim identifiers (with the keyword side)."""
-    keyword_ids = keyword_candidates(conn, project, query, filters, ranking) if keyword else []
+    found = keyword_candidates(conn, project, query, filters, ranking) if keyword else []
     exact = exact_symbol(conn, project, query, filters) if SYMBOL_QUERY_RE.match(query) else []
     verbatim = verbatim_code(conn, project, query, filters) if keyword else []
-    return Candidates([], keyword_ids, exact, verbatim)
+    keyword_ids, keyword_scores = scored(found)
+    return Candidates([], keyword_ids, exact, verbatim, keyword_scores=keyword_scores)
 
 
 def query_identifiers(query: str) -> list[str]:

@@ -260,8 +260,9 @@ def test_a_definitions_vector_raises_the_chunk_holding_it(
     with conn.transaction():
         found = lookup.vector_candidates(conn, project_name, query, filters, 10, 40)
     # paint.py's own chunk vector is the farthest of the three; its nested definition's is
-    # the nearest of all, so its chunk comes first, once.
-    assert found == [ids["paint.py"], ids["mix.py"], ids["far.go"]]
+    # the nearest of all, so its chunk comes first, once, with that definition's similarity.
+    assert [cid for cid, _ in found] == [ids["paint.py"], ids["mix.py"], ids["far.go"]]
+    assert found[0][1] == pytest.approx(float(near @ query), abs=1e-5)
     project = Project(project_name, (Root(Path("/nowhere"), "app"),))
     [first, *_] = search_code(database, project, FixedEmbedder(query), "blend", mode="vector")
     assert first.path == "paint.py" and first.symbols == ["palette", "blend"]
@@ -269,4 +270,4 @@ def test_a_definitions_vector_raises_the_chunk_holding_it(
     for extra in ({"language": "go"}, {"path_re": "^mix"}, {"repo": "elsewhere"}):
         with conn.transaction():
             found = lookup.vector_candidates(conn, project_name, query, filters | extra, 10, 40)
-        assert ids["paint.py"] not in found, extra
+        assert ids["paint.py"] not in [cid for cid, _ in found], extra

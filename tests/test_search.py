@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -275,9 +276,9 @@ def test_keyword_plan_without_statistics_matches_every_term() -> None:
     assert plan.match_terms == ("a1", "b2") and plan.idfs == (1.0, 1.0)
 
 
-def test_fusion_weights_depths_and_exact_matches() -> None:
+def test_rank_fusion_weights_depths_and_exact_matches() -> None:
     c = Candidates(vector=[1, 2, 3], keyword=[3, 4], exact=[9])
-    scores = fuse(c, Ranking(vector_depth=2, keyword_weight=2.0, rrf_k=60))
+    scores = fuse(c, Ranking(fusion="rank", vector_depth=2, keyword_weight=2.0, rrf_k=60))
     assert 3 in scores and scores[3] == pytest.approx(2.0 / 61)  # vector rank 3 cut by depth
     assert scores[4] == pytest.approx(2.0 / 62)
     assert max(scores, key=scores.__getitem__) == 9
@@ -325,12 +326,41 @@ def test_a_rankers_first_candidate_is_lifted_to_its_slot() -> None:
     # keyword slot of 3 puts it third, and a vector slot of 1 puts the vector #1 first.
     shared = list(range(100, 150))
     c = Candidates(vector=[7, *shared], keyword=[42, *shared])
-    plain = fuse(c, Ranking(vector_depth=60, keyword_depth=60))
+    deep = Ranking(fusion="rank", vector_depth=60, keyword_depth=60)
+    plain = fuse(c, deep)
     order = sorted(plain, key=lambda cid: (-plain[cid], cid))
     assert order.index(42) > 10
-    lifted = fuse(c, Ranking(vector_depth=60, keyword_depth=60, keyword_slot=3, vector_slot=1))
+    lifted = fuse(c, replace(deep, keyword_slot=3, vector_slot=1))
     order = sorted(lifted, key=lambda cid: (-lifted[cid], cid))
     assert order[0] == 7 and order[2] == 42
     # A candidate already at or above its slot keeps its score (52 candidates in all).
-    assert fuse(c, Ranking(vector_depth=60, keyword_depth=60, keyword_slot=52))[42] == plain[42]
-    assert fuse(c, Ranking(vector_depth=60, keyword_depth=60, keyword_slot=51))[42] > plain[42]
+    assert fuse(c, replace(deep, keyword_slot=52))[42] == plain[42]
+    assert fuse(c, replace(deep, keyword_slot=51))[42] > plain[42]
+
+
+def test_score_fusion_keeps_a_clear_vector_lead_and_normalises_each_list() -> None:
+    # The vector side's first is far nearer than the rest; the keyword side ranks 20 others
+    # first. Rank fusion lets chunks found by both overtake it; score fusion keeps it first,
+    # and a chunk's score is its normalised scores weighted by the vector side's share.
+    shared = list(range(100, 120))
+    c = Candidates(
+        vector=[7, *shared],
+        keyword=shared,
+        vector_scores=[0.9, *(0.5 - i / 1000 for i in range(20))],
+        keyword_scores=[4.0 - i / 10 for i in range(20)],
+    )
+    by_rank = fuse(c, Ranking(fusion="rank"))
+    assert max(by_rank, key=lambda cid: (by_rank[cid], -cid)) != 7
+    ranking = Ranking(vector_share=0.6)
+    by_score = fuse(c, ranking)
+    assert max(by_score, key=lambda cid: (by_score[cid], -cid)) == 7
+    assert by_score[7] == pytest.approx(0.6)  # the best cosine: 1 after min-max, no keyword
+    assert by_score[100] == pytest.approx(0.6 * (0.5 - 0.481) / (0.9 - 0.481) + 0.4)
+    assert by_score[119] == pytest.approx(0.4 * (4.0 - 1.9) / 4.0)  # the worst cosine: 0
+    # One side alone keeps its order; a list of equal scores counts all as its best.
+    alone = fuse(replace(c, keyword=[], keyword_scores=[]), ranking)
+    assert sorted(alone, key=lambda cid: -alone[cid]) == [7, *shared]
+    flat = fuse(Candidates(vector=[1, 2], vector_scores=[0.3, 0.3]), ranking)
+    assert flat == {1: pytest.approx(0.6), 2: pytest.approx(0.6)}
+    with pytest.raises(ValueError, match="scores beside its ids"):
+        fuse(Candidates(vector=[1, 2]), ranking)

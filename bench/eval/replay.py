@@ -3,8 +3,9 @@
 Each query of both evals (docstring and developer questions, tuning and test splits) is asked
 once of each ranker, 200 deep, through `indexer.search.gather_candidates` on the indexes run.py
 built (run it first); the chunks named and the split definitions they belong to are read once.
-Every variant (fusion weights, depths, each ranker's first candidate lifted to a slot, how many
-fused candidates are shaped, collapse by line overlap or by definition) is then replayed in
+Every variant (rank fusion's weights and depths, each ranker's first candidate lifted to a
+slot, how many fused candidates are shaped, collapse by line overlap or by definition; score
+fusion's share is `score_fusion.py`'s) is then replayed in
 memory exactly as `search_code` fuses and collapses, so a grid of hundreds of variants costs
 seconds, not an eval run each. Variants are chosen on the tuning splits only; the test splits
 are printed beside them to be read, not to choose.
@@ -135,11 +136,12 @@ def cells(s: Scores) -> str:
 
 
 GRID: dict[str, tuple[Any, ...]] = {
-    "keyword_weight": (0.35, 0.5, 0.7, 1.0),
-    "keyword_depth": (30, 50, 100, 200),
+    "keyword_weight": (0.1, 0.2, 0.35, 0.5, 0.7),
+    "keyword_depth": (30, 50, 200),
     "vector_depth": (30, 50),
-    "keyword_slot": (0, 1, 3, 5),
+    "keyword_slot": (0, 1, 3),
     "vector_slot": (0, 1, 3),
+    "rrf_k": (20, 60),
 }
 
 
@@ -189,7 +191,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         # Collapse by line overlap is scored at today's fusion only: the grid is for the other.
         grid = itertools.product(*(GRID[k] for k in keys)) if by_def else [None]
         for values in grid:
-            r = replace(base, **dict(zip(keys, values, strict=True))) if values else base
+            values_of = dict(zip(keys, values, strict=True)) if values else {}
+            r = replace(base, fusion="rank", **values_of) if values else base
             tuned_scores = {a.name: replay(a, r, by_def) for a in asked if "tune" in a.name}
             score = objective(tuned_scores)
             if best is None or score > best[0]:
@@ -203,7 +206,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     print(f"tuned on the tuning splits (collapse by definition: {tuned_def}): {tuned_fields}")
     fields = {k: getattr(both[1], k) for k in keys}
     print(f"gaining most on both tuning splits (+{both[0]:.3f} MRR@10 at least): {fields}\n")
-    issue = replace(base, keyword_depth=30, keyword_weight=0.5, keyword_slot=1)
+    issue = replace(base, fusion="rank", keyword_depth=30, keyword_weight=0.5, keyword_slot=1)
     variants = [
         ("product today (collapse by line overlap)", base, False),
         ("collapse by definition", base, True),

@@ -96,6 +96,8 @@ class Gathered:
     exact: list[list[int]]
     details: dict[int, Any]
     pieces: dict[int, Any]
+    vector_scores: list[list[float]]
+    keyword_scores: dict[str, list[list[float]]]
 
 
 def gather(
@@ -108,8 +110,9 @@ def gather(
     projects: dict[str, Project] | None = None,
 ) -> Gathered:
     deep = Ranking(vector_depth=GATHER_DEPTH, keyword_depth=GATHER_DEPTH)
-    vector, exact = [], []
+    vector, exact, vector_scores = [], [], []
     keyword: dict[str, list[list[int]]] = {name: [] for name in keyword_variants}
+    keyword_scores: dict[str, list[list[float]]] = {name: [] for name in keyword_variants}
     ids: set[int] = set()
     filters = {"repo": None, "language": None, "path_re": None}
     for i, q in enumerate(queries, 1):
@@ -125,6 +128,7 @@ def gather(
                 keyword=False,
             )
             vector.append(c.vector)
+            vector_scores.append(c.vector_scores)
             exact.append(c.exact)
             ids.update(c.vector)
             for name, variant in keyword_variants.items():
@@ -138,6 +142,7 @@ def gather(
                     replace(variant, keyword_depth=GATHER_DEPTH),
                 )
                 keyword[name].append(k.keyword)
+                keyword_scores[name].append(k.keyword_scores)
                 ids.update(k.keyword)
         if i % 100 == 0:
             print(f"\r  gathered {i}/{len(queries)}", end="", file=sys.stderr, flush=True)
@@ -147,7 +152,9 @@ def gather(
     heads = sorted({p.head_id for p in pieces.values()} - details.keys())
     details.update(lookup.chunks_by_id(conn, project.name, heads))
     conn.rollback()
-    return Gathered(list(queries), vector, keyword, exact, details, pieces)
+    return Gathered(
+        list(queries), vector, keyword, exact, details, pieces, vector_scores, keyword_scores
+    )
 
 
 def replay(g: Gathered, variant: str, ranking: Ranking, mode: str) -> Scores:
@@ -158,6 +165,8 @@ def replay(g: Gathered, variant: str, ranking: Ranking, mode: str) -> Scores:
             vector=g.vector[i] if mode != "keyword" else [],
             keyword=g.keyword[variant][i] if mode != "vector" else [],
             exact=g.exact[i],
+            vector_scores=g.vector_scores[i] if mode != "keyword" else [],
+            keyword_scores=g.keyword_scores[variant][i] if mode != "vector" else [],
         )
         r = replace(
             ranking,
@@ -180,7 +189,9 @@ FUSION_GRID = {
 
 
 def tune(g: Gathered, variant: str, base: Ranking) -> Ranking:
-    """The grid point with the best MRR@10 (Hit@5 breaks ties) on the tuning split."""
+    """The grid point of rank fusion with the best MRR@10 (Hit@5 breaks ties) on the tuning
+    split (score fusion's share is chosen by `score_fusion.py`)."""
+    base = replace(base, fusion="rank")
     best: tuple[float, float, Ranking] | None = None
     for kw in FUSION_GRID["keyword_weight"]:
         for vd in FUSION_GRID["vector_depth"]:

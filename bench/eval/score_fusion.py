@@ -1,0 +1,239 @@
+"""Fusion by score instead of by rank, replayed offline over both evals.
+
+Reciprocal rank fusion keeps only each ranker's order: a chunk the vector side puts far ahead
+of the rest (cosine 0.71 against 0.52) counts the same as one a hair ahead. This gathers each
+query's lists with their scores (the vector side's cosine, the keyword side's weighted rank)
+through the product's own statements, 200 deep, on the indexes `run.py` built, and replays a
+convex combination of the two normalised scores (Bruch et al., "An Analysis of Fusion
+Functions for Hybrid Retrieval", 2023) beside rank fusion, then the same lifts (verbatim
+identifiers, exact names) and collapse as `search_code`. Chosen on the tuning splits only; the
+test splits are printed to be read.
+
+    .venv/bin/python bench/eval/score_fusion.py --keep bench/.cache/scored.pkl
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import pickle
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(HERE.parent.parent))
+
+import questions_eval  # noqa: E402
+import replay  # noqa: E402
+import sources  # noqa: E402
+from compare import Gold, Scores, first_hit, query_vectors  # noqa: E402
+from corpus import build_corpus  # noqa: E402
+from index import CACHE, REPO_LABEL, open_database, prepare_dirs  # noqa: E402
+from index import project_for as docstring_project  # noqa: E402
+from questions import ensure_valid  # noqa: E402
+
+from indexer import lookup, search, sql, store  # noqa: E402
+from indexer.embedders import make_embedder  # noqa: E402
+from indexer.ranking import (  # noqa: E402
+    DEFAULT_RANKING,
+    Candidates,
+    Ranking,
+    collapse,
+    fuse,
+    lift_named,
+)
+
+DEPTH = 200
+TOP_K = 10
+NO_FILTERS = {"repo": None, "language": None, "path_re": None}
+
+
+@dataclass
+class Scored:
+    """One eval split: each query's lists with their scores, and the rows they name."""
+
+    name: str
+    golds: list[Gold]
+    vector: list[list[tuple[int, float]]]  # (chunk id, cosine), best first
+    keyword: list[list[tuple[int, float]]]  # (chunk id, keyword score), best first
+    others: list[Candidates]  # exact and verbatim lists
+    details: dict[int, Any]
+    pieces: dict[int, Any]
+
+
+def gather(db: Any, project: str, golds: Sequence[Gold], vectors: dict[str, Any]) -> tuple:
+    captured: list[Any] = []
+
+    def scored_keyword(conn: Any, project: str, params: Any, terms: int | None) -> list[int]:
+        text = sql.KEYWORD_CANDIDATES if terms is None else sql.keyword_candidates_idf(terms)
+        found = conn.execute(store.statement(text, project), params, prepare=False).fetchall()
+        captured.append([(r[0], float(r[1])) for r in found])
+        return [r[0] for r in found]
+
+    deep = Ranking(vector_depth=DEPTH, keyword_depth=DEPTH)
+    vector_lists, keyword_lists, others = [], [], []
+    ids: set[int] = set()
+    original = lookup.keyword_candidates
+    lookup.keyword_candidates = scored_keyword  # type: ignore[assignment]
+    try:
+        with db.connection() as conn:
+            for gold in golds:
+                with conn.transaction():
+                    conn.execute(sql.SET_EF_SEARCH, {"ef": "400"})
+                    found = conn.execute(
+                        store.statement(sql.VECTOR_CANDIDATES, project),
+                        {**NO_FILTERS, "vector": vectors[gold.text], "limit": DEPTH},
+                        prepare=False,
+                    ).fetchall()
+                    captured.clear()
+                    c = search.other_candidates(conn, project, gold.text, NO_FILTERS, deep)
+                vector_lists.append([(r[0], 1.0 - float(r[1])) for r in found])
+                keyword_lists.append(captured[0] if captured else [])
+                others.append(c)
+                ids.update(r[0] for r in found)
+                ids.update(c.keyword, c.exact, c.verbatim)
+            details = lookup.chunks_by_id(conn, project, sorted(ids))
+            pieces = lookup.definition_pieces(conn, project, sorted(ids))
+            heads = sorted({p.head_id for p in pieces.values()} - details.keys())
+            details.update(lookup.chunks_by_id(conn, project, heads))
+            conn.rollback()
+    finally:
+        lookup.keyword_candidates = original  # type: ignore[assignment]
+    return vector_lists, keyword_lists, others, details, pieces
+
+
+def load(model: Any) -> list[Scored]:
+    out: list[Scored] = []
+    corpus, _ = prepare_dirs(CACHE)
+    queries, _ = build_corpus(corpus)
+    vectors = query_vectors(model, (q.text for q in queries), CACHE)
+    db = open_database(CACHE)
+    try:
+        project = docstring_project(corpus, "chunker", None, model).name
+        for split in ("tune", "test"):
+            golds = [
+                Gold(q.qid, q.text, "python", ((REPO_LABEL, q.path, q.start_line, q.end_line),))
+                for q in queries
+                if q.split == split
+            ]
+            out.append(Scored(f"docstring {split}", golds, *gather(db, project, golds, vectors)))
+    finally:
+        db.close()
+    questions = ensure_valid(cache=sources.CACHE)
+    libs, _ = sources.ensure_corpus(sources.CACHE)
+    root, _ = prepare_dirs(sources.CACHE)
+    vectors = query_vectors(model, (q.text for q in questions), sources.CACHE)
+    db = open_database(sources.CACHE)
+    try:
+        project = questions_eval.project_for(libs, root, "chunker", None, model).name
+        for split in ("tune", "test"):
+            golds = questions_eval.golds_of([q for q in questions if q.split == split])
+            out.append(Scored(f"questions {split}", golds, *gather(db, project, golds, vectors)))
+    finally:
+        db.close()
+    return out
+
+
+@dataclass(frozen=True)
+class Convex:
+    """score = alpha x vector' + (1 - alpha) x keyword', each normalised over its list: cosine
+    by min-max ("minmax") or from its theoretical minimum -1 ("tmm"); the keyword score by
+    min-max or by its maximum alone ("max", its minimum being 0)."""
+
+    alpha: float
+    vector_norm: str = "minmax"
+    keyword_norm: str = "max"
+    vector_depth: int = 30
+    keyword_depth: int = 200
+
+    def fuse(self, vector: list[tuple[int, float]], keyword: list[tuple[int, float]]) -> dict:
+        scores: dict[int, float] = {}
+        for items, weight, norm in (
+            (vector[: self.vector_depth], self.alpha, self.vector_norm),
+            (keyword[: self.keyword_depth], 1.0 - self.alpha, self.keyword_norm),
+        ):
+            if not items:
+                continue
+            values = [s for _, s in items]
+            top = max(values)
+            low = {"minmax": min(values), "tmm": -1.0, "max": 0.0}[norm]
+            span = top - low or 1.0
+            for cid, s in items:
+                scores[cid] = scores.get(cid, 0.0) + weight * (s - low) / span
+        return scores
+
+
+def replay_convex(a: Scored, fusion: Convex | None, mode: str = "hybrid") -> Scores:
+    out = Scores()
+    base = DEFAULT_RANKING
+    for gold, v, k, c in zip(a.golds, a.vector, a.keyword, a.others, strict=True):
+        if fusion is None:  # rank fusion, the product's before this
+            ids = Candidates([cid for cid, _ in v], [cid for cid, _ in k], c.exact, c.verbatim)
+            scores = fuse(ids, replace(base, fusion="rank"))
+        else:
+            scores = fusion.fuse(v if mode != "keyword" else [], k if mode != "vector" else [])
+            lift_named(scores, c, base)
+        ordered = sorted(scores, key=lambda cid: (-scores[cid], cid))[: TOP_K * base.shortlist]
+        hits = collapse(ordered, a.details, TOP_K, a.pieces)
+        out.add(first_hit([row for row, _ in hits], gold))
+    return out
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--keep", type=Path, help="keep the gathered lists in this file, and reuse")
+    ap.add_argument("--model", default=None, help="a local ONNX model folder")
+    args = ap.parse_args(argv)
+    if args.keep and args.keep.is_file():
+        asked = pickle.loads(args.keep.read_bytes())
+    else:
+        asked = load(make_embedder("local", args.model))
+        if args.keep:
+            args.keep.write_bytes(pickle.dumps(asked))
+    tune = [a for a in asked if a.name.endswith("tune")]
+    start = {a.name: replay_convex(a, None).mrr() for a in tune}
+    grid = [
+        Convex(alpha, vn, kn, vd, kd)
+        for alpha, vn, kn, vd, kd in itertools.product(
+            [round(0.5 + 0.05 * i, 2) for i in range(10)],
+            ("minmax", "tmm"),
+            ("max", "minmax"),
+            (30, 50),
+            (30, 200),
+        )
+    ]
+    best_mean: tuple[float, Convex] | None = None
+    best_both: tuple[float, Convex] | None = None
+    for g in grid:
+        scores = {a.name: replay_convex(a, g) for a in tune}
+        mean = sum(s.mrr() for s in scores.values()) / len(scores)
+        gain = min(s.mrr() - start[name] for name, s in scores.items())
+        if best_mean is None or mean > best_mean[0]:
+            best_mean = (mean, g)
+        if best_both is None or gain > best_both[0]:
+            best_both = (gain, g)
+    assert best_mean is not None and best_both is not None
+    print(f"# score fusion: {', '.join(f'{a.name} {len(a.golds)}' for a in asked)} queries")
+    print(f"best mean tuning MRR@10: {best_mean[1]}")
+    print(f"gaining most on both tuning splits (+{best_both[0]:.3f} at least): {best_both[1]}\n")
+    print("| variant | " + " | ".join(a.name for a in asked) + " |")
+    print("|---|" + "---:|" * len(asked))
+    variants: list[tuple[str, Convex | None]] = [
+        ("rank fusion (the product before)", None),
+        ("convex, best mean tuning MRR@10", best_mean[1]),
+        ("convex, gaining on both tuning splits", best_both[1]),
+    ]
+    for alpha in (0.6, 0.7, 0.8, 0.9):
+        other = replace(best_both[1], alpha=alpha)
+        variants.append((f"convex alpha {alpha}, like the one gaining on both", other))
+    for label, fusion in variants:
+        cells = " | ".join(replay.cells(replay_convex(a, fusion)) for a in asked)
+        print(f"| {label} | {cells} |")
+
+
+if __name__ == "__main__":
+    main()
