@@ -64,6 +64,17 @@ MAX_VERBATIM_TERMS = 3
 MIN_VERBATIM_CHARS = 3
 # An identifier in more chunks than this is not distinctive: it gets no boost.
 MAX_VERBATIM_CHUNKS = 40
+# A question's opening ("where is", "how does", "what can I") says nothing about the code a
+# model should match: the vector side embeds the rest of the question (the keyword side
+# drops such words anyway). Measured on the developer questions' tuning split before it was
+# kept (docs/performance.md).
+QUESTION_OPENING_RE = re.compile(
+    r"^(?:where|how|what|which)\s+"
+    r"(?:is|are|do|does|did|can|could|should|would|will|was|were)"
+    r"(?:\s+(?:i|we|you|one))?\s+",
+    re.IGNORECASE,
+)
+MIN_QUESTION_WORDS = 3
 
 
 @dataclass(frozen=True, slots=True)
@@ -165,6 +176,14 @@ def _check_arguments(query: str, top_k: int, path_glob: str | None) -> str:
     return query.strip()
 
 
+def vector_query(query: str) -> str:
+    """`query` as the vector side embeds it: a question without its opening ("where is the
+    retry delay computed" -> "the retry delay computed"), unless fewer than three words
+    would remain; anything else as it is."""
+    rest = QUESTION_OPENING_RE.sub("", query, count=1)
+    return rest if len(rest.split()) >= MIN_QUESTION_WORDS else query
+
+
 def snippet_of(content: str) -> str:
     """The first SNIPPET_LINES lines of a chunk within SNIPPET_CHARS, marked "…" when cut."""
     lines = content.splitlines()
@@ -248,10 +267,11 @@ def search_code(
         assert embedder is not None
         with _Concurrent(other_lists) as others:
             model = embedder.identity
+            text = vector_query(query)
             vector = (
-                query_vectors.vector(embedder, query)
+                query_vectors.vector(embedder, text)
                 if query_vectors is not None
-                else embedder.embed_query(query)
+                else embedder.embed_query(text)
             )
             # Take a connection only once the other side holds its own: a search never holds
             # one while waiting for another, so a full pool cannot deadlock searches.

@@ -364,3 +364,34 @@ def test_score_fusion_keeps_a_clear_vector_lead_and_normalises_each_list() -> No
     assert flat == {1: pytest.approx(0.6), 2: pytest.approx(0.6)}
     with pytest.raises(ValueError, match="scores beside its ids"):
         fuse(Candidates(vector=[1, 2]), ranking)
+
+
+@pytest.mark.parametrize(
+    ("query", "embedded"),
+    [
+        ("where is the retry delay computed", "the retry delay computed"),
+        ("How do I parse an ISO date", "parse an ISO date"),
+        ("where does a request get cancelled", "a request get cancelled"),
+        ("what can we cache per host", "cache per host"),
+        ("how is it done", "how is it done"),  # fewer than three words would remain
+        ("where it is computed", "where it is computed"),  # no question's opening
+        ("retry delay", "retry delay"),
+        ("When rotating, rotate the current log.", "When rotating, rotate the current log."),
+    ],
+)
+def test_a_questions_opening_is_left_out_of_what_the_vector_side_embeds(
+    query: str, embedded: str
+) -> None:
+    assert search.vector_query(query) == embedded
+
+
+def test_search_embeds_a_question_without_its_opening(
+    database: Any, project_name: str, work_dir: Path, ollama_standin: OllamaStandin
+) -> None:
+    root = work_dir / "src"
+    write(root, "retry.py", "def backoff(attempt):\n    return 2 ** attempt\n")
+    project, embedder = swept(database, project_name, root, ollama_standin)
+    ollama_standin.batches.clear()
+    hits = search_code(database, project, embedder, "where is the retry delay computed")
+    assert hits and hits[0].path == "retry.py"
+    assert ollama_standin.batches == [["search_query: the retry delay computed"]]

@@ -103,14 +103,18 @@ class CachedQueries:
 
 
 def query_vectors(embedder: Embedder, texts: Iterable[str], cache: Path) -> dict[str, np.ndarray]:
-    """Query vectors from the real model, cached on disk per model."""
+    """Query vectors from the real model, cached on disk per model: of each query as asked
+    (the plain baseline embeds that) and of the text the product embeds for it
+    (`search.vector_query`, a question without its opening), each under its own text."""
     key = hashlib.sha256(json.dumps(embedder.identity.to_dict(), sort_keys=True).encode())
     path = cache / f"query-vectors-{key.hexdigest()[:12]}.npz"
     stored: dict[str, np.ndarray] = {}
     if path.is_file():
         with np.load(path) as data:
             stored = {str(t): v for t, v in zip(data["texts"], data["vectors"], strict=True)}
-    missing = [t for t in dict.fromkeys(texts) if t not in stored]
+    asked = list(dict.fromkeys(texts))
+    wanted = list(dict.fromkeys([*asked, *(search.vector_query(t) for t in asked)]))
+    missing = [t for t in wanted if t not in stored]
     for i, text in enumerate(missing, 1):
         stored[text] = np.asarray(embedder.embed_query(text), dtype=np.float32)
         if i % 50 == 0 or i == len(missing):
@@ -119,7 +123,12 @@ def query_vectors(embedder: Embedder, texts: Iterable[str], cache: Path) -> dict
         print(file=sys.stderr)
         texts_all = list(stored)
         np.savez(path, texts=np.array(texts_all), vectors=np.stack([stored[t] for t in texts_all]))
-    return stored
+    return {t: stored[t] for t in wanted}
+
+
+def product_vector(vectors: dict[str, np.ndarray], text: str) -> np.ndarray:
+    """The vector the product's vector side searches with for the query `text`."""
+    return vectors[search.vector_query(text)]
 
 
 def evaluate(

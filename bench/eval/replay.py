@@ -32,7 +32,7 @@ sys.path.insert(0, str(HERE.parent.parent))
 
 import questions_eval  # noqa: E402
 import sources  # noqa: E402
-from compare import Gold, Scores, first_hit, query_vectors  # noqa: E402
+from compare import Gold, Scores, first_hit, product_vector, query_vectors  # noqa: E402
 from corpus import build_corpus  # noqa: E402
 from index import CACHE, REPO_LABEL, open_database, prepare_dirs  # noqa: E402
 from index import project_for as docstring_project  # noqa: E402
@@ -68,7 +68,7 @@ def gather(
         for gold in golds:
             with conn.transaction():
                 c = search.gather_candidates(
-                    conn, project, vectors[gold.text], gold.text, filters, 400, deep
+                    conn, project, product_vector(vectors, gold.text), gold.text, filters, 400, deep
                 )
             out.append(c)
             ids.update(c.vector, c.keyword, c.exact, c.verbatim)

@@ -120,7 +120,7 @@ def gather(
             c = search.gather_candidates(
                 conn,
                 project.name,
-                embedder.embed_query(q.text),
+                embedder.embed_query(search.vector_query(q.text)),
                 q.text,
                 filters,
                 ef_search,

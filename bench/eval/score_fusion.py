@@ -30,7 +30,7 @@ sys.path.insert(0, str(HERE.parent.parent))
 import questions_eval  # noqa: E402
 import replay  # noqa: E402
 import sources  # noqa: E402
-from compare import Gold, Scores, first_hit, query_vectors  # noqa: E402
+from compare import Gold, Scores, first_hit, product_vector, query_vectors  # noqa: E402
 from corpus import build_corpus  # noqa: E402
 from index import CACHE, REPO_LABEL, open_database, prepare_dirs  # noqa: E402
 from index import project_for as docstring_project  # noqa: E402
@@ -82,11 +82,12 @@ def gather(db: Any, project: str, golds: Sequence[Gold], vectors: dict[str, Any]
     try:
         with db.connection() as conn:
             for gold in golds:
+                vector = product_vector(vectors, gold.text)
                 with conn.transaction():
                     conn.execute(sql.SET_EF_SEARCH, {"ef": "400"})
                     found = conn.execute(
                         store.statement(sql.VECTOR_CANDIDATES, project),
-                        {**NO_FILTERS, "vector": vectors[gold.text], "limit": DEPTH},
+                        {**NO_FILTERS, "vector": vector, "limit": DEPTH},
                         prepare=False,
                     ).fetchall()
                     captured.clear()
