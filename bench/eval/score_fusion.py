@@ -3,7 +3,7 @@
 Reciprocal rank fusion keeps only each ranker's order: a chunk the vector side puts far ahead
 of the rest (cosine 0.71 against 0.52) counts the same as one a hair ahead. This gathers each
 query's lists with their scores (the vector side's cosine, the keyword side's weighted rank)
-through the product's own statements, 200 deep, on the indexes `run.py` built, and replays a
+through `gather_candidates`, 200 deep, on the indexes `run.py` built, and replays a
 convex combination of the two normalised scores (Bruch et al., "An Analysis of Fusion
 Functions for Hybrid Retrieval", 2023) beside rank fusion, then the same lifts (verbatim
 identifiers, exact names) and collapse as `search_code`. Chosen on the tuning splits only; the
@@ -36,7 +36,7 @@ from index import CACHE, REPO_LABEL, open_database, prepare_dirs  # noqa: E402
 from index import project_for as docstring_project  # noqa: E402
 from questions import ensure_valid  # noqa: E402
 
-from indexer import lookup, search, sql, store  # noqa: E402
+from indexer import lookup, search  # noqa: E402
 from indexer.embedders import make_embedder  # noqa: E402
 from indexer.ranking import (  # noqa: E402
     DEFAULT_RANKING,
@@ -66,44 +66,25 @@ class Scored:
 
 
 def gather(db: Any, project: str, golds: Sequence[Gold], vectors: dict[str, Any]) -> tuple:
-    captured: list[Any] = []
-
-    def scored_keyword(conn: Any, project: str, params: Any, terms: int | None) -> list[int]:
-        text = sql.KEYWORD_CANDIDATES if terms is None else sql.keyword_candidates_idf(terms)
-        found = conn.execute(store.statement(text, project), params, prepare=False).fetchall()
-        captured.append([(r[0], float(r[1])) for r in found])
-        return [r[0] for r in found]
-
     deep = Ranking(vector_depth=DEPTH, keyword_depth=DEPTH)
     vector_lists, keyword_lists, others = [], [], []
     ids: set[int] = set()
-    original = lookup.keyword_candidates
-    lookup.keyword_candidates = scored_keyword  # type: ignore[assignment]
-    try:
-        with db.connection() as conn:
-            for gold in golds:
-                vector = product_vector(vectors, gold.text)
-                with conn.transaction():
-                    conn.execute(sql.SET_EF_SEARCH, {"ef": "400"})
-                    found = conn.execute(
-                        store.statement(sql.VECTOR_CANDIDATES, project),
-                        {**NO_FILTERS, "vector": vector, "limit": DEPTH},
-                        prepare=False,
-                    ).fetchall()
-                    captured.clear()
-                    c = search.other_candidates(conn, project, gold.text, NO_FILTERS, deep)
-                vector_lists.append([(r[0], 1.0 - float(r[1])) for r in found])
-                keyword_lists.append(captured[0] if captured else [])
-                others.append(c)
-                ids.update(r[0] for r in found)
-                ids.update(c.keyword, c.exact, c.verbatim)
-            details = lookup.chunks_by_id(conn, project, sorted(ids))
-            pieces = lookup.definition_pieces(conn, project, sorted(ids))
-            heads = sorted({p.head_id for p in pieces.values()} - details.keys())
-            details.update(lookup.chunks_by_id(conn, project, heads))
-            conn.rollback()
-    finally:
-        lookup.keyword_candidates = original  # type: ignore[assignment]
+    with db.connection() as conn:
+        for gold in golds:
+            with conn.transaction():
+                c = search.gather_candidates(
+                    conn, project, product_vector(vectors, gold.text), gold.text, NO_FILTERS,
+                    400, deep,
+                )  # fmt: skip
+            vector_lists.append(list(zip(c.vector, c.vector_scores, strict=True)))
+            keyword_lists.append(list(zip(c.keyword, c.keyword_scores, strict=True)))
+            others.append(c)
+            ids.update(c.vector, c.keyword, c.exact, c.verbatim)
+        details = lookup.chunks_by_id(conn, project, sorted(ids))
+        pieces = lookup.definition_pieces(conn, project, sorted(ids))
+        heads = sorted({p.head_id for p in pieces.values()} - details.keys())
+        details.update(lookup.chunks_by_id(conn, project, heads))
+        conn.rollback()
     return vector_lists, keyword_lists, others, details, pieces
 
 
