@@ -9,7 +9,7 @@ Functions for Hybrid Retrieval", 2023) beside rank fusion, then the same lifts (
 identifiers, exact names) and collapse as `search_code`. Chosen on the tuning splits only; the
 test splits are printed to be read.
 
-    .venv/bin/python bench/eval/score_fusion.py --keep bench/.cache/scored.pkl
+    .venv/bin/python bench/eval/score_fusion.py --keep bench/.cache/scored.pkl [--prefix]
 """
 
 from __future__ import annotations
@@ -65,8 +65,10 @@ class Scored:
     pieces: dict[int, Any]
 
 
-def gather(db: Any, project: str, golds: Sequence[Gold], vectors: dict[str, Any]) -> tuple:
-    deep = Ranking(vector_depth=DEPTH, keyword_depth=DEPTH)
+def gather(
+    db: Any, project: str, golds: Sequence[Gold], vectors: dict[str, Any], ranking: Ranking
+) -> tuple:
+    deep = replace(ranking, vector_depth=DEPTH, keyword_depth=DEPTH)
     vector_lists, keyword_lists, others = [], [], []
     ids: set[int] = set()
     with db.connection() as conn:
@@ -88,7 +90,7 @@ def gather(db: Any, project: str, golds: Sequence[Gold], vectors: dict[str, Any]
     return vector_lists, keyword_lists, others, details, pieces
 
 
-def load(model: Any) -> list[Scored]:
+def load(model: Any, ranking: Ranking = DEFAULT_RANKING) -> list[Scored]:
     out: list[Scored] = []
     corpus, _ = prepare_dirs(CACHE)
     queries, _ = build_corpus(corpus)
@@ -102,7 +104,8 @@ def load(model: Any) -> list[Scored]:
                 for q in queries
                 if q.split == split
             ]
-            out.append(Scored(f"docstring {split}", golds, *gather(db, project, golds, vectors)))
+            lists = gather(db, project, golds, vectors, ranking)
+            out.append(Scored(f"docstring {split}", golds, *lists))
     finally:
         db.close()
     questions = ensure_valid(cache=sources.CACHE)
@@ -114,7 +117,8 @@ def load(model: Any) -> list[Scored]:
         project = questions_eval.project_for(libs, root, "chunker", None, model).name
         for split in ("tune", "test"):
             golds = questions_eval.golds_of([q for q in questions if q.split == split])
-            out.append(Scored(f"questions {split}", golds, *gather(db, project, golds, vectors)))
+            lists = gather(db, project, golds, vectors, ranking)
+            out.append(Scored(f"questions {split}", golds, *lists))
     finally:
         db.close()
     return out
@@ -169,6 +173,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--keep", type=Path, help="keep the gathered lists in this file, and reuse")
     ap.add_argument("--model", default=None, help="a local ONNX model folder")
+    ap.add_argument(
+        "--prefix", action="store_true", help="also the keyword side with prefix (stem) matching"
+    )
     args = ap.parse_args(argv)
     if args.keep and args.keep.is_file():
         asked = pickle.loads(args.keep.read_bytes())
@@ -215,6 +222,11 @@ def main(argv: Sequence[str] | None = None) -> None:
     for label, fusion in variants:
         cells = " | ".join(replay.cells(replay_convex(a, fusion)) for a in asked)
         print(f"| {label} | {cells} |")
+    if args.prefix:  # the keyword lists gathered again, the product's fusion
+        stemmed = load(make_embedder("local", args.model), replace(DEFAULT_RANKING, prefix=True))
+        product = Convex(DEFAULT_RANKING.vector_share)
+        cells = " | ".join(replay.cells(replay_convex(a, product)) for a in stemmed)
+        print(f"| the product's fusion, keyword side with prefix matching | {cells} |")
 
 
 if __name__ == "__main__":
