@@ -121,22 +121,18 @@ CREATE_TRGM = [
 # Migration m006 rebuilt the indexes of earlier releases with these; changing them again
 # needs a migration of its own.
 HNSW_OPTIONS = "m = 16, ef_construction = 200"
-CREATE_HNSW = (
-    """
-CREATE INDEX IF NOT EXISTS rag_chunk_embedding_hnsw
-    ON {schema}.rag_chunk USING hnsw (embedding vector_cosine_ops)
-    WITH ("""
-    + HNSW_OPTIONS
-    + ")\n"
-)
-CREATE_SYMBOL_HNSW = (
-    """
-CREATE INDEX IF NOT EXISTS rag_symbol_embedding_hnsw
-    ON {schema}.rag_symbol USING hnsw (embedding vector_cosine_ops)
-    WITH ("""
-    + HNSW_OPTIONS
-    + ")\n"
-)
+
+
+def _create_hnsw(index: str, table: str) -> str:
+    return (
+        f"CREATE INDEX IF NOT EXISTS {index}\n"
+        f"    ON {{schema}}.{table} USING hnsw (embedding vector_cosine_ops)\n"
+        f"    WITH ({HNSW_OPTIONS})\n"
+    )
+
+
+CREATE_HNSW = _create_hnsw("rag_chunk_embedding_hnsw", "rag_chunk")
+CREATE_SYMBOL_HNSW = _create_hnsw("rag_symbol_embedding_hnsw", "rag_symbol")
 
 # --- files and chunks -----------------------------------------------------------------------
 

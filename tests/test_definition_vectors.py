@@ -12,13 +12,13 @@ from typing import Any
 import numpy as np
 import psycopg
 import pytest
+from fixed_vectors import DIM, FixedEmbedder
 from ollama_standin import OllamaStandin, ollama_standin
 from psycopg import sql as pgsql
 
 from chunkers import chunk_file, embedding_text, lone_definitions
 from indexer import lexical, lookup, store
 from indexer.db import Database
-from indexer.embed import EmbedBatchResult, EmbeddingModel
 from indexer.embedders import make_embedder
 from indexer.prepare import content_hash
 from indexer.project import Project, Root
@@ -28,7 +28,6 @@ from indexer.sweep import SweepOptions, sweep_project
 __all__ = ["ollama_standin"]
 
 Conn = psycopg.Connection[Any]
-DIM = 16
 
 SHOP = '''import decimal
 
@@ -160,24 +159,6 @@ def test_a_refused_definition_fails_its_file_and_keeps_what_was_indexed(
     report = sweep_project(database, project, embedder, SweepOptions())
     assert report.outcome == "ok" and report.files_changed == 1
     assert "insert(0" in read(conn, project.name, CHUNK_CONTENT, "cart.py")[0][0]
-
-
-class FixedEmbedder:
-    """Vectors chosen by the test: `embed_query` returns `query_vector`."""
-
-    identity = EmbeddingModel("test", "fixed", DIM)
-
-    def __init__(self, query_vector: np.ndarray) -> None:
-        self.query_vector = query_vector
-
-    def embed_documents(self, texts: Any, labels: Any = None) -> EmbedBatchResult:
-        raise AssertionError("not used")
-
-    def embed_query(self, text: str) -> list[float]:
-        return [float(v) for v in self.query_vector]
-
-    def close(self) -> None:
-        pass
 
 
 def unit(v: np.ndarray) -> np.ndarray:

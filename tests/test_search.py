@@ -15,18 +15,17 @@ import psycopg
 import pytest
 
 from indexer import lexical, lookup, search, sql, store
-from indexer.embed import EmbedBatchResult, EmbeddingModel
 from indexer.embedders import make_embedder
 from indexer.project import Project, Root
 from indexer.ranking import Candidates, Ranking, TermStats, fuse, keyword_plan, term_stats
 from indexer.search import search_code
 from indexer.sweep import SweepOptions, sweep_project
+from tests.fixed_vectors import DIM, FixedEmbedder
 from tests.ollama_standin import OllamaStandin, ollama_standin
 
 __all__ = ["ollama_standin"]
 
 Conn = psycopg.Connection[Any]
-DIM = 16
 
 
 def write(root: Path, rel: str, text: str) -> None:
@@ -40,24 +39,6 @@ def swept(database: Any, name: str, root: Path, standin: OllamaStandin) -> tuple
     embedder = make_embedder("ollama", "nomic-embed-text:v1.5", standin.url)
     sweep_project(database, project, embedder, SweepOptions())
     return project, embedder
-
-
-class FixedEmbedder:
-    """Vectors chosen by the test: `embed_query` returns `query_vector`."""
-
-    identity = EmbeddingModel("test", "fixed", DIM)
-
-    def __init__(self, query_vector: np.ndarray) -> None:
-        self.query_vector = query_vector
-
-    def embed_documents(self, texts: Any, labels: Any = None) -> EmbedBatchResult:
-        raise AssertionError("not used")
-
-    def embed_query(self, text: str) -> list[float]:
-        return [float(v) for v in self.query_vector]
-
-    def close(self) -> None:
-        pass
 
 
 def stored_project(

@@ -21,10 +21,10 @@ import argparse
 import itertools
 import pickle
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
@@ -38,12 +38,20 @@ from index import CACHE, REPO_LABEL, open_database, prepare_dirs  # noqa: E402
 from index import project_for as docstring_project  # noqa: E402
 from questions import ensure_valid  # noqa: E402
 
-from indexer import lookup, rows, search  # noqa: E402
+from indexer import rows, search  # noqa: E402
 from indexer.embedders import make_embedder  # noqa: E402
-from indexer.ranking import DEFAULT_RANKING, Candidates, Ranking, collapse, fuse  # noqa: E402
+from indexer.ranking import (  # noqa: E402
+    DEFAULT_RANKING,
+    Candidates,
+    Ranking,
+    collapse,
+    fuse,
+    shaping_rows,
+)
 
 TOP_K = 10
 DEPTH = 200
+T = TypeVar("T")
 
 
 @dataclass
@@ -72,17 +80,24 @@ def gather(
                 )
             out.append(c)
             ids.update(c.vector, c.keyword, c.exact, c.verbatim)
-        details = lookup.chunks_by_id(conn, project, sorted(ids))
-        pieces = lookup.definition_pieces(conn, project, sorted(ids))
-        heads = sorted({p.head_id for p in pieces.values()} - details.keys())
-        details.update(lookup.chunks_by_id(conn, project, heads))
+        details, pieces = shaping_rows(conn, project, sorted(ids))
         conn.rollback()
     return out, details, pieces
 
 
 def load(model: Any) -> list[Asked]:
     """Both evals' splits, gathered from the indexes run.py left in bench/.cache."""
-    asked: list[Asked] = []
+
+    def asked(name: str, db: Any, project: str, golds: list[Gold], vectors: Any) -> Asked:
+        return Asked(name, golds, *gather(db, project, golds, vectors))
+
+    return each_split(model, asked)
+
+
+def each_split(model: Any, collect: Callable[[str, Any, str, list[Gold], Any], T]) -> list[T]:
+    """`collect(name, db, project, golds, query vectors)` for each split of both evals (the
+    docstring eval's tune and test, then the questions'), on the indexes run.py built."""
+    out: list[T] = []
     corpus, _ = prepare_dirs(CACHE)
     queries, _ = build_corpus(corpus)
     vectors = query_vectors(model, (q.text for q in queries), CACHE)
@@ -95,7 +110,7 @@ def load(model: Any) -> list[Asked]:
                 for q in queries
                 if q.split == split
             ]
-            asked.append(Asked(f"docstring {split}", golds, *gather(db, project, golds, vectors)))
+            out.append(collect(f"docstring {split}", db, project, golds, vectors))
     finally:
         db.close()
     questions = ensure_valid(cache=sources.CACHE)
@@ -107,10 +122,10 @@ def load(model: Any) -> list[Asked]:
         project = questions_eval.project_for(libs, root, "chunker", None, model).name
         for split in ("tune", "test"):
             golds = questions_eval.golds_of([q for q in questions if q.split == split])
-            asked.append(Asked(f"questions {split}", golds, *gather(db, project, golds, vectors)))
+            out.append(collect(f"questions {split}", db, project, golds, vectors))
     finally:
         db.close()
-    return asked
+    return out
 
 
 def replay(a: Asked, ranking: Ranking, by_definition: bool, mode: str = "hybrid") -> Scores:

@@ -27,16 +27,10 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent.parent))
 
-import questions_eval  # noqa: E402
 import replay  # noqa: E402
-import sources  # noqa: E402
-from compare import Gold, Scores, first_hit, product_vector, query_vectors  # noqa: E402
-from corpus import build_corpus  # noqa: E402
-from index import CACHE, REPO_LABEL, open_database, prepare_dirs  # noqa: E402
-from index import project_for as docstring_project  # noqa: E402
-from questions import ensure_valid  # noqa: E402
+from compare import Gold, Scores, first_hit, product_vector  # noqa: E402
 
-from indexer import lookup, search  # noqa: E402
+from indexer import search  # noqa: E402
 from indexer.embedders import make_embedder  # noqa: E402
 from indexer.ranking import (  # noqa: E402
     DEFAULT_RANKING,
@@ -45,6 +39,7 @@ from indexer.ranking import (  # noqa: E402
     collapse,
     fuse,
     lift_named,
+    shaping_rows,
 )
 
 DEPTH = 200
@@ -82,46 +77,18 @@ def gather(
             keyword_lists.append(list(zip(c.keyword, c.keyword_scores, strict=True)))
             others.append(c)
             ids.update(c.vector, c.keyword, c.exact, c.verbatim)
-        details = lookup.chunks_by_id(conn, project, sorted(ids))
-        pieces = lookup.definition_pieces(conn, project, sorted(ids))
-        heads = sorted({p.head_id for p in pieces.values()} - details.keys())
-        details.update(lookup.chunks_by_id(conn, project, heads))
+        details, pieces = shaping_rows(conn, project, sorted(ids))
         conn.rollback()
     return vector_lists, keyword_lists, others, details, pieces
 
 
 def load(model: Any, ranking: Ranking = DEFAULT_RANKING) -> list[Scored]:
-    out: list[Scored] = []
-    corpus, _ = prepare_dirs(CACHE)
-    queries, _ = build_corpus(corpus)
-    vectors = query_vectors(model, (q.text for q in queries), CACHE)
-    db = open_database(CACHE)
-    try:
-        project = docstring_project(corpus, "chunker", None, model).name
-        for split in ("tune", "test"):
-            golds = [
-                Gold(q.qid, q.text, "python", ((REPO_LABEL, q.path, q.start_line, q.end_line),))
-                for q in queries
-                if q.split == split
-            ]
-            lists = gather(db, project, golds, vectors, ranking)
-            out.append(Scored(f"docstring {split}", golds, *lists))
-    finally:
-        db.close()
-    questions = ensure_valid(cache=sources.CACHE)
-    libs, _ = sources.ensure_corpus(sources.CACHE)
-    root, _ = prepare_dirs(sources.CACHE)
-    vectors = query_vectors(model, (q.text for q in questions), sources.CACHE)
-    db = open_database(sources.CACHE)
-    try:
-        project = questions_eval.project_for(libs, root, "chunker", None, model).name
-        for split in ("tune", "test"):
-            golds = questions_eval.golds_of([q for q in questions if q.split == split])
-            lists = gather(db, project, golds, vectors, ranking)
-            out.append(Scored(f"questions {split}", golds, *lists))
-    finally:
-        db.close()
-    return out
+    """Both evals' splits with their lists' scores, the keyword side run as `ranking` says."""
+
+    def scored(name: str, db: Any, project: str, golds: list[Gold], vectors: Any) -> Scored:
+        return Scored(name, golds, *gather(db, project, golds, vectors, ranking))
+
+    return replay.each_split(model, scored)
 
 
 @dataclass(frozen=True)
@@ -213,6 +180,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     print("|---|" + "---:|" * len(asked))
     variants: list[tuple[str, Convex | None]] = [
         ("rank fusion (the product before)", None),
+        ("the product's fusion", Convex(DEFAULT_RANKING.vector_share)),
         ("convex, best mean tuning MRR@10", best_mean[1]),
         ("convex, gaining on both tuning splits", best_both[1]),
     ]
