@@ -51,12 +51,12 @@ class Prepared:
     row_id: int | None = None  # its stored row, to delete when skipped
     new: bool = False  # the index holds no row for it yet
 
-    def to_embed(self) -> list[tuple[Chunk, str]]:
-        """Everything of the file that gets a vector, with its cache key: chunks, then lone
-        definitions."""
+    def to_embed(self) -> list[tuple[Chunk, str, bool]]:
+        """Everything of the file that gets a vector, with its cache key and whether it is a
+        definition embedded alone: chunks, then those definitions."""
         return [
-            *zip(self.chunks, self.hashes, strict=True),
-            *zip(self.definitions, self.definition_hashes, strict=True),
+            *((c, h, False) for c, h in zip(self.chunks, self.hashes, strict=True)),
+            *((d, h, True) for d, h in zip(self.definitions, self.definition_hashes, strict=True)),
         ]
 
     def vector_keys(self) -> tuple[str, ...]:

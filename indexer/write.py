@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import replace
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import psycopg
@@ -27,6 +27,15 @@ from indexer.prepare import Batch, Prepared
 from indexer.report import SweepReport
 
 log = logging.getLogger("code_rag.sweep")
+
+
+class Wanted(NamedTuple):
+    """An input to embed: its text, its label in messages, and whether it is a definition's
+    (embedded alone) rather than a chunk's."""
+
+    text: str
+    label: str
+    definition: bool
 
 
 class Writer:
@@ -45,16 +54,13 @@ class Writer:
         self.embedder = embedder
         self.report = report
         self.bulk_load = bulk_load  # new files go in with COPY
-        self._lone: set[str] = set()  # the batch's keys of definitions only, not of chunks
 
     def embed_and_write(self, batch: Batch) -> None:
         report = self.report
         vectors: dict[str, Any] = dict(batch.cached)
-        wanted: dict[str, tuple[str, str]] = {}  # hash -> (text, label), first occurrence
-        self._lone = {h for f in batch.files for h in f.definition_hashes}
-        self._lone.difference_update(h for f in batch.files for h in f.hashes)
+        wanted: dict[str, Wanted] = {}  # by hash, the first occurrence
         for f in batch.files:
-            for chunk, h in f.to_embed():
+            for chunk, h, definition in f.to_embed():
                 if h in vectors:
                     report.cache_hits += 1
                 elif h not in wanted:
@@ -63,7 +69,7 @@ class Writer:
                     )
                     if chunk.symbol:
                         label += f" {chunk.symbol}"
-                    wanted[h] = (embedding_text(chunk, f.candidate.path), label)
+                    wanted[h] = Wanted(embedding_text(chunk, f.candidate.path), label, definition)
         refused: dict[str, str] = {}
         if wanted:
             t = time.perf_counter()
@@ -82,14 +88,14 @@ class Writer:
     def _embed(
         self,
         keys: list[str],
-        wanted: dict[str, tuple[str, str]],
+        wanted: dict[str, Wanted],
         vectors: dict[str, Any],
         refused: dict[str, str],
     ) -> None:
         """Embed the texts of `keys`; their vectors into `vectors`, refusals into `refused`."""
         report = self.report
         result = self.embedder.embed_documents(
-            [wanted[k][0] for k in keys], [wanted[k][1] for k in keys]
+            [wanted[k].text for k in keys], [wanted[k].label for k in keys]
         )
         report.embed_requests += result.requests
         report.embed_retries += result.retries
@@ -97,7 +103,7 @@ class Writer:
         for key, vector in zip(keys, result.vectors, strict=True):
             if vector is not None:
                 vectors[key] = np.asarray(vector, dtype=np.float32)
-                if key in self._lone:
+                if wanted[key].definition:
                     report.definitions_embedded += 1
                 else:
                     report.chunks_embedded += 1
@@ -107,7 +113,7 @@ class Writer:
     def _embed_file_by_file(
         self,
         batch: Batch,
-        wanted: dict[str, tuple[str, str]],
+        wanted: dict[str, Wanted],
         vectors: dict[str, Any],
         refused: dict[str, str],
     ) -> None:
