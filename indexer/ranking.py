@@ -39,6 +39,11 @@ class Ranking:
     # side's at the rest. "rank": weighted reciprocal rank fusion, by `*_weight` and `rrf_k`.
     fusion: str = "score"
     vector_share: float = 0.55
+    # Cosine is normalised between the vector list's first and its candidate at this rank (the
+    # list's last at the default depth): a deeper list, for a larger top_k, ranks its extra
+    # candidates below 0 instead of moving every score, so asking for more hits never
+    # reorders the first ones.
+    vector_floor_rank: int = 30
     vector_weight: float = 1.0
     keyword_weight: float = 0.35
     vector_depth: int = 30
@@ -128,9 +133,9 @@ def _rank_fusion(candidates: Candidates, ranking: Ranking) -> dict[int, float]:
 def _score_fusion(candidates: Candidates, ranking: Ranking) -> dict[int, float]:
     """A convex combination of the two lists' normalised scores: a chunk the vector side puts
     far ahead of the rest stays ahead, where rank fusion would count it one rank ahead. Cosine
-    is normalised by min-max over its list (its spread differs from query to query), the
-    keyword score by the list's best (its floor is 0); a chunk absent from a list gets 0 there.
-    """
+    is normalised by min-max over its list, up to `vector_floor_rank` (its spread differs from
+    query to query), the keyword score by the list's best (its floor is 0); a chunk absent
+    from a list gets 0 there."""
     scores: dict[int, float] = {}
     for ids, values, share, depth, floor in (
         (candidates.vector, candidates.vector_scores, ranking.vector_share,
@@ -144,7 +149,7 @@ def _score_fusion(candidates: Candidates, ranking: Ranking) -> dict[int, float]:
         if len(values) != len(ids):
             raise ValueError("score fusion needs each ranker's scores beside its ids")
         top = max(values)
-        low = min(values) if floor is None else floor
+        low = min(values[: ranking.vector_floor_rank]) if floor is None else floor
         span = top - low
         for chunk_id, value in zip(ids, values, strict=True):
             normalised = (value - low) / span if span > 0 else 1.0

@@ -347,6 +347,30 @@ def test_score_fusion_keeps_a_clear_vector_lead_and_normalises_each_list() -> No
         fuse(Candidates(vector=[1, 2]), ranking)
 
 
+def test_a_deeper_vector_list_never_reorders_the_first_hits() -> None:
+    # A larger top_k asks each ranker for more candidates: the extra ones score below 0 on the
+    # vector side, and every score of the default depth's candidates stays as it was.
+    rng = np.random.default_rng(3)
+    cosines = sorted(rng.uniform(0.2, 0.8, 90), reverse=True)
+    keyword = [int(i) for i in rng.permutation(120)[:60]]
+    deep = Candidates(
+        vector=list(range(90)),
+        vector_scores=cosines,
+        keyword=keyword,
+        keyword_scores=sorted(rng.uniform(0.5, 9.0, 60), reverse=True),
+    )
+    shallow = fuse(deep, Ranking(vector_depth=30))
+    deeper = fuse(deep, Ranking(vector_depth=90))
+    extra = set(range(30, 90))
+    for cid, score in shallow.items():
+        if cid in extra:  # only the keyword side had it: it lost ground
+            assert deeper[cid] < score
+        else:
+            assert deeper[cid] == pytest.approx(score)
+    order = sorted(deeper, key=lambda cid: (-deeper[cid], cid))
+    assert order[:10] == sorted(shallow, key=lambda cid: (-shallow[cid], cid))[:10]
+
+
 @pytest.mark.parametrize(
     ("query", "embedded"),
     [
