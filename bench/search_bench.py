@@ -46,7 +46,7 @@ from sweep_bench import CORPUS, SITE, project  # noqa: E402
 
 from chunkers import embedding_text  # noqa: E402
 from chunkers.model import Chunk  # noqa: E402
-from indexer import lookup, ranking, sql, store  # noqa: E402
+from indexer import lookup, ranking, sql, sql_lookup, store  # noqa: E402
 from indexer.db import Database  # noqa: E402
 from indexer.embed import EmbedBatchResult, EmbeddingModel  # noqa: E402
 from indexer.embed_local import LocalEmbedder  # noqa: E402
@@ -315,7 +315,7 @@ def exact_nearest(conn: Any, vector: np.ndarray, k: int) -> tuple[list[int], flo
     """The true `k` nearest chunks and the k-th distance: the same statement with index scans
     switched off."""
     rows = conn.execute(
-        store.statement(sql.VECTOR_CANDIDATES, PROJECT),
+        store.statement(sql_lookup.VECTOR_CANDIDATES, PROJECT),
         {**NO_FILTERS, "vector": vector, "limit": k},
         prepare=False,  # a plan cached with index scans off would outlive the setting
     ).fetchall()

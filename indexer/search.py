@@ -2,24 +2,30 @@
 
 Two rankers run over the same filters (repo, language, path glob): HNSW cosine over the chunk
 vectors and PostgreSQL full text over identifier-aware terms (see `ranking.py` for how the
-keyword side stays bounded and how the lists are fused). A query that names a symbol exactly
-puts that definition first. Results are pointers — path, lines, symbol, score, a short
-snippet — never whole files.
+keyword side stays bounded and how the lists are fused, `candidates.py` for each list). A
+query that names a symbol exactly puts that definition first. Results are pointers — path,
+lines, symbol, score, a short snippet — never whole files.
 """
 
 from __future__ import annotations
 
 import re
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from chunkers.detect import KNOWN_LANGUAGES
-from chunkers.grammars import has_symbols
-from indexer import clock, lexical, lookup, rows, store, truncate
+from indexer import clock, lookup, rows, store, truncate
+from indexer.candidates import (
+    DEFAULT_EF_SEARCH,
+    SYMBOL_QUERY_RE,
+    other_candidates,
+    vector_param,
+    vector_query,
+)
 from indexer.db import Database
 from indexer.embed import Embedder, EmbeddingModel, ensure_same_model
 from indexer.errors import InvalidArgument
@@ -32,7 +38,6 @@ from indexer.ranking import (
     at_least,
     collapse,
     fuse,
-    keyword_candidates,
     scored,
     shaping_rows,
 )
@@ -40,7 +45,6 @@ from indexer.walk import root_problem
 
 DEFAULT_TOP_K = 10
 MAX_TOP_K = 50
-DEFAULT_EF_SEARCH = 400
 SNIPPET_LINES = 12
 SNIPPET_CHARS = 600
 MAX_QUERY_CHARS = 2000
@@ -48,33 +52,6 @@ MAX_CONTEXT_LINES = 200
 # A chunk view's text (with its context lines): about 6k tokens, well inside what an agent's
 # client accepts from one tool call.
 MAX_CHUNK_VIEW_CHARS = 24_000
-# A line defining `name` in the usual languages (a PostgreSQL regex; names are \\w only).
-DEFINITION_RE_TEMPLATE = (
-    r"(^|\n)[ \t]*(export[ \t]+)?(pub[ \t]+)?(async[ \t]+)?"
-    r"(def|class|function|func|fn|interface|struct|enum|trait|type|module|object)[ \t]+{name}\M"
-)
-SYMBOL_QUERY_RE = re.compile(r"^[A-Za-z_$][\w$]*(?:(?:\.|::|#)[A-Za-z_$][\w$]*)*[?!]?$")
-# Identifiers in a query: a code-shaped word (snake_case, camelCase, $x, digits, a.b) is looked
-# for verbatim; plain words are left to the rankers.
-IDENTIFIER_RE = re.compile(r"[A-Za-z_$][\w$]*(?:(?:\.|::)[A-Za-z_$][\w$]*)*")
-CODE_SHAPED_RE = re.compile(r"_|\$|\d|[a-z][A-Z]|\.|::")
-MAX_VERBATIM_TERMS = 3
-# Shorter than a trigram, an identifier (`d0`, `x1`) cannot be looked up through the trigram
-# index: it would read every block of text, for a name too short to say much.
-MIN_VERBATIM_CHARS = 3
-# An identifier in more chunks than this is not distinctive: it gets no boost.
-MAX_VERBATIM_CHUNKS = 40
-# A question's opening ("where is", "how does", "what can I") says nothing about the code a
-# model should match: the vector side embeds the rest of the question (the keyword side
-# drops such words anyway). Measured on the developer questions' tuning split before it was
-# kept (docs/performance.md).
-QUESTION_OPENING_RE = re.compile(
-    r"^(?:where|how|what|which)\s+"
-    r"(?:is|are|do|does|did|can|could|should|would|will|was|were)"
-    r"(?:\s+(?:i|we|you|one))?\s+",
-    re.IGNORECASE,
-)
-MIN_QUESTION_WORDS = 3
 
 
 @dataclass(frozen=True, slots=True)
@@ -176,14 +153,6 @@ def _check_arguments(query: str, top_k: int, path_glob: str | None) -> str:
     return query.strip()
 
 
-def vector_query(query: str) -> str:
-    """`query` as the vector side embeds it: a question without its opening ("where is the
-    retry delay computed" -> "the retry delay computed"), unless fewer than three words
-    would remain; anything else as it is."""
-    rest = QUESTION_OPENING_RE.sub("", query, count=1)
-    return rest if len(rest.split()) >= MIN_QUESTION_WORDS else query
-
-
 def snippet_of(content: str) -> str:
     """The first SNIPPET_LINES lines of a chunk within SNIPPET_CHARS, marked "…" when cut."""
     lines = content.splitlines()
@@ -283,7 +252,7 @@ def search_code(
                 nearest = lookup.vector_candidates(
                     conn,
                     project.name,
-                    _vector_param(vector),
+                    vector_param(vector),
                     filters,
                     depth.vector_depth,
                     ef_search,
@@ -364,121 +333,6 @@ def _age(indexed_at: datetime | None, now: datetime) -> int | None:
 def _root_problem(project: Project, repo: str) -> str | None:
     root = project.root(repo)
     return root_problem(root.path) if root is not None else None
-
-
-def gather_candidates(
-    conn: store.Conn,
-    project: str,
-    query_vector: Sequence[float] | None,
-    query: str,
-    filters: Mapping[str, Any],
-    ef_search: int = DEFAULT_EF_SEARCH,
-    ranking: Ranking = DEFAULT_RANKING,
-    min_depth: int = 0,
-    *,
-    keyword: bool = True,
-) -> Candidates:
-    """The vector list (when a query vector is given), the keyword list (unless `keyword` is
-    False) and the exact symbol matches, under `filters`, one after the other inside the
-    caller's transaction (`search_code` runs the two sides at once)."""
-    ranking = at_least(ranking, min_depth)
-    nearest: list[tuple[int, float]] = []
-    if query_vector is not None:
-        nearest = lookup.vector_candidates(
-            conn, project, _vector_param(query_vector), filters, ranking.vector_depth, ef_search
-        )
-    others = other_candidates(conn, project, query, filters, ranking, keyword)
-    ids, similarities = scored(nearest)
-    return replace(others, vector=ids, vector_scores=similarities)
-
-
-def other_candidates(
-    conn: store.Conn,
-    project: str,
-    query: str,
-    filters: Mapping[str, Any],
-    ranking: Ranking,
-    keyword: bool = True,
-) -> Candidates:
-    """Every list but the vector one: the keyword list (unless `keyword` is False), the exact
-    symbol matches and the verbatim identifiers (with the keyword side)."""
-    found = keyword_candidates(conn, project, query, filters, ranking) if keyword else []
-    exact = exact_symbol(conn, project, query, filters) if SYMBOL_QUERY_RE.match(query) else []
-    verbatim = verbatim_code(conn, project, query, filters) if keyword else []
-    keyword_ids, keyword_scores = scored(found)
-    return Candidates([], keyword_ids, exact, verbatim, keyword_scores=keyword_scores)
-
-
-def query_identifiers(query: str) -> list[str]:
-    """The code-shaped identifiers of a query of at least `MIN_VERBATIM_CHARS` characters,
-    longest first (a single-word query counts whatever its shape when it has an underscore, a
-    capital inside, a digit or `$`)."""
-    found = {m.group(0) for m in IDENTIFIER_RE.finditer(query)}
-    shaped = sorted(
-        (w for w in found if CODE_SHAPED_RE.search(w) and len(w) >= MIN_VERBATIM_CHARS),
-        key=lambda w: (-len(w), w),
-    )
-    return shaped[:MAX_VERBATIM_TERMS]
-
-
-def verbatim_code(
-    conn: store.Conn, project: str, query: str, filters: Mapping[str, Any]
-) -> list[int]:
-    """Code chunks (files with a grammar, not prose) holding an identifier of the query as
-    written, for identifiers found in at most MAX_VERBATIM_CHUNKS chunks."""
-    chosen: list[int] = []
-    for word in query_identifiers(query):
-        rows = lookup.verbatim_chunks(conn, project, word, filters, MAX_VERBATIM_CHUNKS + 1)
-        if len(rows) > MAX_VERBATIM_CHUNKS:
-            continue
-        chosen.extend(cid for cid, language in rows if has_symbols(language) and cid not in chosen)
-    return chosen
-
-
-def exact_symbol(
-    conn: store.Conn, project: str, query: str, filters: Mapping[str, Any]
-) -> list[int]:
-    """The chunks holding the signature of definitions named `query` (`Invoice.total`,
-    `total`, `empty?`) from the symbol table, merged ones and the first piece of a split one
-    included; failing that, chunks named `query`, or holding a line that defines it."""
-    name = re.split(r"::|#|\.", query)[-1]
-    qualified = name != query
-    dotted = re.sub(r"::|#", ".", query)
-    params = {
-        **filters,
-        "kind": None,
-        "limit": 5,
-        "name": name,
-        "dotted": dotted,
-        "dotted_tail": "%." + store.like_escape(dotted),
-    }
-    where = "exact_qualified" if qualified else "exact"
-    defined = lookup.find_symbols(conn, project, where, "exact", params)
-    ids = list(dict.fromkeys(s.chunk_id for s in defined if s.chunk_id is not None))
-    if ids:
-        return ids
-    symbol = re.sub(r"#|::", ".", query) if "::" not in query else query
-    found = lookup.symbol_matches(conn, project, symbol, filters)
-    if found:
-        return found
-    owner, _, name = re.sub(r"#|::", ".", query).rpartition(".")
-    term = "".join(lexical.split_identifier(name))
-    if not term or len(term) > lexical.MAX_TERM_CHARS:
-        return []
-    return lookup.symbol_defined_in(
-        conn,
-        project,
-        lexical.tsquery_term(term),
-        DEFINITION_RE_TEMPLATE.format(name=re.escape(name)),
-        owner or None,
-        filters,
-    )
-
-
-def _vector_param(vector: Sequence[float]) -> Any:
-    import numpy as np
-
-    return np.asarray(vector, dtype=np.float32)
 
 
 def _read_lines(path: Path) -> list[str] | None:

@@ -22,7 +22,7 @@ from indexer.errors import InvalidArgument
 from indexer.needles import leading_options, needles
 from indexer.project import Project
 from indexer.rows import LineMatch
-from indexer.sql import BlockMatch
+from indexer.sql_lookup import BlockMatch
 from indexer.symbols import filters
 
 DEFAULT_MAX_RESULTS = 100

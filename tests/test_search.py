@@ -14,7 +14,7 @@ import numpy as np
 import psycopg
 import pytest
 
-from indexer import lexical, lookup, search, sql, store
+from indexer import candidates, lexical, lookup, search, sql_lookup, store
 from indexer.embedders import make_embedder
 from indexer.project import Project, Root
 from indexer.ranking import Candidates, Ranking, TermStats, fuse, keyword_plan, term_stats
@@ -137,7 +137,7 @@ def test_a_filter_matching_one_percent_of_rows_still_returns_top_k(
     try:
         filters = {"repo": None, "language": None, "path_re": search.glob_to_regex("special/**")}
         with conn.transaction():
-            found = search.gather_candidates(
+            found = candidates.gather_candidates(
                 conn,
                 project.name,
                 embedder.query_vector,
@@ -151,10 +151,10 @@ def test_a_filter_matching_one_percent_of_rows_still_returns_top_k(
         assert len(found.vector) == 10 and all(p.startswith("special/") for p in paths)
         # Control: the same index scan without iterative scans loses most of them.
         with conn.transaction():
-            conn.execute(sql.SET_EF_SEARCH, {"ef": "40"})
+            conn.execute(sql_lookup.SET_EF_SEARCH, {"ef": "40"})
             conn.execute("SELECT set_config('hnsw.iterative_scan', 'off', true)")
             rows = conn.execute(
-                store.statement(sql.VECTOR_CANDIDATES, project_name),
+                store.statement(sql_lookup.VECTOR_CANDIDATES, project_name),
                 {
                     "repo": None,
                     "language": None,
@@ -223,7 +223,7 @@ def test_keyword_side_matches_only_rare_terms_and_ranks_a_bounded_set(
     # The plan: however many rows match, the rows ranked stop at max_ranked.
     plan_json = conn.execute(
         psycopg.sql.SQL("EXPLAIN (ANALYZE, FORMAT JSON) ")
-        + store.statement(sql.keyword_candidates_idf(2), project_name),
+        + store.statement(sql_lookup.keyword_candidates_idf(2), project_name),
         {
             "repo": None,
             "language": None,
@@ -387,7 +387,7 @@ def test_a_deeper_vector_list_never_reorders_the_first_hits() -> None:
 def test_a_questions_opening_is_left_out_of_what_the_vector_side_embeds(
     query: str, embedded: str
 ) -> None:
-    assert search.vector_query(query) == embedded
+    assert candidates.vector_query(query) == embedded
 
 
 def test_search_embeds_a_question_without_its_opening(

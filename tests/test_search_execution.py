@@ -13,7 +13,7 @@ import numpy as np
 import psycopg
 import pytest
 
-from indexer import lookup, search
+from indexer import candidates, lookup
 from indexer.db import Database
 from indexer.embed import EmbedBatchResult, EmbeddingModel
 from indexer.errors import ModelMismatch
@@ -65,8 +65,8 @@ def sequential_hits(
     ranking = at_least(DEFAULT_RANKING, top_k * 3)
     filters = {"repo": None, "language": None, "path_re": None}
     with database.reading() as conn, conn.transaction():
-        found = search.gather_candidates(
-            conn, project.name, vector, query, filters, search.DEFAULT_EF_SEARCH, ranking
+        found = candidates.gather_candidates(
+            conn, project.name, vector, query, filters, candidates.DEFAULT_EF_SEARCH, ranking
         )
         scores = fuse(found, ranking)
         ordered = sorted(scores, key=lambda cid: (-scores[cid], cid))[: top_k * ranking.shortlist]

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from indexer import search
+from indexer import candidates
 from indexer.project import Project, Root
 from indexer.search import search_code
 from indexer.sweep import SweepOptions, sweep_project
@@ -122,17 +122,17 @@ def test_a_common_identifier_gets_no_verbatim_boost(
 ) -> None:
     # An identifier in more chunks than the cap is not distinctive: nothing is promoted.
     database, project, _embedder = demo
-    monkeypatch.setattr(search, "MAX_VERBATIM_CHUNKS", 1)
+    monkeypatch.setattr(candidates, "MAX_VERBATIM_CHUNKS", 1)
     with database.reading() as conn:
-        assert search.verbatim_code(conn, project.name, "compare_digest", {
+        assert candidates.verbatim_code(conn, project.name, "compare_digest", {
             "repo": None, "language": None, "path_re": None}) == []  # fmt: skip
-    assert search.query_identifiers("where is the Token checked") == []
-    assert search.query_identifiers("how does parseConfig use MAX_SIZE") == [
+    assert candidates.query_identifiers("where is the Token checked") == []
+    assert candidates.query_identifiers("how does parseConfig use MAX_SIZE") == [
         "parseConfig",
         "MAX_SIZE",
     ]
     # Too short for a trigram: looking it up would read every block of text.
-    assert search.query_identifiers("obs-utext = %d0 / x1 / v_12") == ["v_12"]
+    assert candidates.query_identifiers("obs-utext = %d0 / x1 / v_12") == ["v_12"]
 
 
 def test_a_hit_names_every_definition_merged_into_it(demo: tuple[Any, Project, Any]) -> None:

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 from baseline import PlainBaseline
 
-from indexer import search
+from indexer import candidates, search
 from indexer.embed import EmbedBatchResult, Embedder, EmbeddingModel
 from indexer.project import Project
 from indexer.ranking import DEFAULT_RANKING, Ranking
@@ -105,7 +105,7 @@ class CachedQueries:
 def query_vectors(embedder: Embedder, texts: Iterable[str], cache: Path) -> dict[str, np.ndarray]:
     """Query vectors from the real model, cached on disk per model: of each query as asked
     (the plain baseline embeds that) and of the text the product embeds for it
-    (`search.vector_query`, a question without its opening), each under its own text."""
+    (`candidates.vector_query`, a question without its opening), each under its own text."""
     key = hashlib.sha256(json.dumps(embedder.identity.to_dict(), sort_keys=True).encode())
     path = cache / f"query-vectors-{key.hexdigest()[:12]}.npz"
     stored: dict[str, np.ndarray] = {}
@@ -113,7 +113,7 @@ def query_vectors(embedder: Embedder, texts: Iterable[str], cache: Path) -> dict
         with np.load(path) as data:
             stored = {str(t): v for t, v in zip(data["texts"], data["vectors"], strict=True)}
     asked = list(dict.fromkeys(texts))
-    wanted = list(dict.fromkeys([*asked, *(search.vector_query(t) for t in asked)]))
+    wanted = list(dict.fromkeys([*asked, *(candidates.vector_query(t) for t in asked)]))
     missing = [t for t in wanted if t not in stored]
     for i, text in enumerate(missing, 1):
         stored[text] = np.asarray(embedder.embed_query(text), dtype=np.float32)
@@ -128,7 +128,7 @@ def query_vectors(embedder: Embedder, texts: Iterable[str], cache: Path) -> dict
 
 def product_vector(vectors: dict[str, np.ndarray], text: str) -> np.ndarray:
     """The vector the product's vector side searches with for the query `text`."""
-    return vectors[search.vector_query(text)]
+    return vectors[candidates.vector_query(text)]
 
 
 def evaluate(

@@ -59,7 +59,7 @@ from index import (  # noqa: E402
     with_definition_terms,
 )
 
-from indexer import lookup, search  # noqa: E402
+from indexer import candidates, lookup, search  # noqa: E402
 from indexer.embed import Embedder  # noqa: E402
 from indexer.embedders import make_embedder  # noqa: E402
 from indexer.project import Project  # noqa: E402
@@ -117,10 +117,10 @@ def gather(
     filters = {"repo": None, "language": None, "path_re": None}
     for i, q in enumerate(queries, 1):
         with conn.transaction():
-            c = search.gather_candidates(
+            c = candidates.gather_candidates(
                 conn,
                 project.name,
-                embedder.embed_query(search.vector_query(q.text)),
+                embedder.embed_query(candidates.vector_query(q.text)),
                 q.text,
                 filters,
                 ef_search,
@@ -132,7 +132,7 @@ def gather(
             exact.append(c.exact)
             ids.update(c.vector)
             for name, variant in keyword_variants.items():
-                k = search.gather_candidates(
+                k = candidates.gather_candidates(
                     conn,
                     (projects or {}).get(name, project).name,
                     None,

@@ -30,7 +30,7 @@ sys.path.insert(0, str(HERE.parent.parent))
 import replay  # noqa: E402
 from compare import Gold, Scores, first_hit, product_vector  # noqa: E402
 
-from indexer import search  # noqa: E402
+from indexer import candidates  # noqa: E402
 from indexer.embedders import make_embedder  # noqa: E402
 from indexer.ranking import (  # noqa: E402
     DEFAULT_RANKING,
@@ -69,7 +69,7 @@ def gather(
     with db.connection() as conn:
         for gold in golds:
             with conn.transaction():
-                c = search.gather_candidates(
+                c = candidates.gather_candidates(
                     conn, project, product_vector(vectors, gold.text), gold.text, NO_FILTERS,
                     400, deep,
                 )  # fmt: skip

@@ -1,0 +1,178 @@
+"""The candidate lists of one query, before they are fused: the vector side's nearest chunks,
+the keyword side's, the chunks a query names exactly (a symbol) and those holding an
+identifier of the query verbatim; and the text the vector side embeds for a query.
+
+`search.search_code` runs the vector side and the others on two connections at once;
+`gather_candidates` runs them one after the other, for the evals in `bench/eval`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from typing import Any
+
+from chunkers.grammars import has_symbols
+from indexer import lexical, lookup, store
+from indexer.ranking import (
+    DEFAULT_RANKING,
+    Candidates,
+    Ranking,
+    at_least,
+    keyword_candidates,
+    scored,
+)
+
+# How many HNSW neighbours the vector side considers (pgvector's hnsw.ef_search).
+DEFAULT_EF_SEARCH = 400
+# A line defining `name` in the usual languages (a PostgreSQL regex; names are \\w only).
+DEFINITION_RE_TEMPLATE = (
+    r"(^|\n)[ \t]*(export[ \t]+)?(pub[ \t]+)?(async[ \t]+)?"
+    r"(def|class|function|func|fn|interface|struct|enum|trait|type|module|object)[ \t]+{name}\M"
+)
+SYMBOL_QUERY_RE = re.compile(r"^[A-Za-z_$][\w$]*(?:(?:\.|::|#)[A-Za-z_$][\w$]*)*[?!]?$")
+# Identifiers in a query: a code-shaped word (snake_case, camelCase, $x, digits, a.b) is looked
+# for verbatim; plain words are left to the rankers.
+IDENTIFIER_RE = re.compile(r"[A-Za-z_$][\w$]*(?:(?:\.|::)[A-Za-z_$][\w$]*)*")
+CODE_SHAPED_RE = re.compile(r"_|\$|\d|[a-z][A-Z]|\.|::")
+MAX_VERBATIM_TERMS = 3
+# Shorter than a trigram, an identifier (`d0`, `x1`) cannot be looked up through the trigram
+# index: it would read every block of text, for a name too short to say much.
+MIN_VERBATIM_CHARS = 3
+# An identifier in more chunks than this is not distinctive: it gets no boost.
+MAX_VERBATIM_CHUNKS = 40
+# A question's opening ("where is", "how does", "what can I") says nothing about the code a
+# model should match: the vector side embeds the rest of the question (the keyword side
+# drops such words anyway). Measured on the developer questions' tuning split before it was
+# kept (docs/performance.md).
+QUESTION_OPENING_RE = re.compile(
+    r"^(?:where|how|what|which)\s+"
+    r"(?:is|are|do|does|did|can|could|should|would|will|was|were)"
+    r"(?:\s+(?:i|we|you|one))?\s+",
+    re.IGNORECASE,
+)
+MIN_QUESTION_WORDS = 3
+
+
+def vector_query(query: str) -> str:
+    """`query` as the vector side embeds it: a question without its opening ("where is the
+    retry delay computed" -> "the retry delay computed"), unless fewer than three words
+    would remain; anything else as it is."""
+    rest = QUESTION_OPENING_RE.sub("", query, count=1)
+    return rest if len(rest.split()) >= MIN_QUESTION_WORDS else query
+
+
+def gather_candidates(
+    conn: store.Conn,
+    project: str,
+    query_vector: Sequence[float] | None,
+    query: str,
+    filters: Mapping[str, Any],
+    ef_search: int = DEFAULT_EF_SEARCH,
+    ranking: Ranking = DEFAULT_RANKING,
+    min_depth: int = 0,
+    *,
+    keyword: bool = True,
+) -> Candidates:
+    """The vector list (when a query vector is given), the keyword list (unless `keyword` is
+    False) and the exact symbol matches, under `filters`, one after the other inside the
+    caller's transaction (`search_code` runs the two sides at once)."""
+    ranking = at_least(ranking, min_depth)
+    nearest: list[tuple[int, float]] = []
+    if query_vector is not None:
+        nearest = lookup.vector_candidates(
+            conn, project, vector_param(query_vector), filters, ranking.vector_depth, ef_search
+        )
+    others = other_candidates(conn, project, query, filters, ranking, keyword)
+    ids, similarities = scored(nearest)
+    return replace(others, vector=ids, vector_scores=similarities)
+
+
+def other_candidates(
+    conn: store.Conn,
+    project: str,
+    query: str,
+    filters: Mapping[str, Any],
+    ranking: Ranking,
+    keyword: bool = True,
+) -> Candidates:
+    """Every list but the vector one: the keyword list (unless `keyword` is False), the exact
+    symbol matches and the verbatim identifiers (with the keyword side)."""
+    found = keyword_candidates(conn, project, query, filters, ranking) if keyword else []
+    exact = exact_symbol(conn, project, query, filters) if SYMBOL_QUERY_RE.match(query) else []
+    verbatim = verbatim_code(conn, project, query, filters) if keyword else []
+    keyword_ids, keyword_scores = scored(found)
+    return Candidates([], keyword_ids, exact, verbatim, keyword_scores=keyword_scores)
+
+
+def query_identifiers(query: str) -> list[str]:
+    """The code-shaped identifiers of a query of at least `MIN_VERBATIM_CHARS` characters,
+    longest first (a single-word query counts whatever its shape when it has an underscore, a
+    capital inside, a digit or `$`)."""
+    found = {m.group(0) for m in IDENTIFIER_RE.finditer(query)}
+    shaped = sorted(
+        (w for w in found if CODE_SHAPED_RE.search(w) and len(w) >= MIN_VERBATIM_CHARS),
+        key=lambda w: (-len(w), w),
+    )
+    return shaped[:MAX_VERBATIM_TERMS]
+
+
+def verbatim_code(
+    conn: store.Conn, project: str, query: str, filters: Mapping[str, Any]
+) -> list[int]:
+    """Code chunks (files with a grammar, not prose) holding an identifier of the query as
+    written, for identifiers found in at most MAX_VERBATIM_CHUNKS chunks."""
+    chosen: list[int] = []
+    for word in query_identifiers(query):
+        rows = lookup.verbatim_chunks(conn, project, word, filters, MAX_VERBATIM_CHUNKS + 1)
+        if len(rows) > MAX_VERBATIM_CHUNKS:
+            continue
+        chosen.extend(cid for cid, language in rows if has_symbols(language) and cid not in chosen)
+    return chosen
+
+
+def exact_symbol(
+    conn: store.Conn, project: str, query: str, filters: Mapping[str, Any]
+) -> list[int]:
+    """The chunks holding the signature of definitions named `query` (`Invoice.total`,
+    `total`, `empty?`) from the symbol table, merged ones and the first piece of a split one
+    included; failing that, chunks named `query`, or holding a line that defines it."""
+    name = re.split(r"::|#|\.", query)[-1]
+    qualified = name != query
+    dotted = re.sub(r"::|#", ".", query)
+    params = {
+        **filters,
+        "kind": None,
+        "limit": 5,
+        "name": name,
+        "dotted": dotted,
+        "dotted_tail": "%." + store.like_escape(dotted),
+    }
+    where = "exact_qualified" if qualified else "exact"
+    defined = lookup.find_symbols(conn, project, where, "exact", params)
+    ids = list(dict.fromkeys(s.chunk_id for s in defined if s.chunk_id is not None))
+    if ids:
+        return ids
+    symbol = re.sub(r"#|::", ".", query) if "::" not in query else query
+    found = lookup.symbol_matches(conn, project, symbol, filters)
+    if found:
+        return found
+    owner, _, name = re.sub(r"#|::", ".", query).rpartition(".")
+    term = "".join(lexical.split_identifier(name))
+    if not term or len(term) > lexical.MAX_TERM_CHARS:
+        return []
+    return lookup.symbol_defined_in(
+        conn,
+        project,
+        lexical.tsquery_term(term),
+        DEFINITION_RE_TEMPLATE.format(name=re.escape(name)),
+        owner or None,
+        filters,
+    )
+
+
+def vector_param(vector: Sequence[float]) -> Any:
+    import numpy as np
+
+    return np.asarray(vector, dtype=np.float32)
