@@ -47,13 +47,13 @@ from sweep_bench import CORPUS, SITE, project  # noqa: E402
 from chunkers import embedding_text  # noqa: E402
 from chunkers.model import Chunk  # noqa: E402
 from indexer import lookup, ranking, sql, sql_lookup, store  # noqa: E402
+from indexer.candidates import DEFAULT_EF_SEARCH  # noqa: E402
 from indexer.db import Database  # noqa: E402
 from indexer.embed import EmbedBatchResult, EmbeddingModel  # noqa: E402
 from indexer.embed_local import LocalEmbedder  # noqa: E402
 from indexer.project import Project, Root  # noqa: E402
 from indexer.ranking import DEFAULT_RANKING  # noqa: E402
 from indexer.report import SweepProgress  # noqa: E402
-from indexer.search import DEFAULT_EF_SEARCH  # noqa: E402
 from indexer.sweep import SweepOptions, sweep_project  # noqa: E402
 
 PROJECT = "bench_search"

@@ -40,9 +40,9 @@ import numpy as np  # noqa: E402
 from search_bench import NO_FILTERS, figures, open_database, query_vectors  # noqa: E402
 
 from indexer import bulk, sql_lookup, store  # noqa: E402
+from indexer.candidates import DEFAULT_EF_SEARCH  # noqa: E402
 from indexer.embed_local import LocalEmbedder  # noqa: E402
 from indexer.rows import ChunkRow, FileRecord, SymbolRow  # noqa: E402
-from indexer.search import DEFAULT_EF_SEARCH  # noqa: E402
 
 PROJECT = "bench_vectors"
 CACHE = HERE / ".cache" / "vectors-100k"

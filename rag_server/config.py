@@ -17,10 +17,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from indexer.candidates import DEFAULT_EF_SEARCH
 from indexer.embed import DEFAULT_OLLAMA_HOST, DEFAULT_PROVIDER, PROVIDERS
 from indexer.errors import ConfigError, ProjectNotFound
 from indexer.project import Project, Root, project_name_problem
-from indexer.search import DEFAULT_EF_SEARCH
 from indexer.sweep import DEFAULT_FILES_PER_COMMIT, SweepOptions
 from indexer.walk import DEFAULT_MAX_FILE_BYTES, WalkOptions
 

@@ -37,8 +37,6 @@ from compare import Gold  # noqa: E402
 from training_corpus import CACHE  # noqa: E402
 
 from indexer import candidates  # noqa: E402
-from indexer.embed import EmbedReport  # noqa: E402
-from indexer.embed_local import QUERIES  # noqa: E402
 from indexer.embedders import make_embedder  # noqa: E402
 
 PAIRS = CACHE / "pairs.jsonl"
@@ -57,11 +55,7 @@ def load_pairs() -> tuple[list[dict], list[str], list[int]]:
 def embed_pairs(embedder: Any) -> None:
     """Each pair's query as the product embeds a query, each definition as it embeds a chunk."""
     pairs, documents, _ = load_pairs()
-    texts = [p["query"] for p in pairs]
-    queries: list[list[float]] = []
-    for i in range(0, len(texts), 64):
-        batch = texts[i : i + 64]
-        queries += embedder._embed(batch, None, embedder.query_prefix, QUERIES, EmbedReport())
+    queries = [embedder.embed_query(p["query"]) for p in pairs]
     vectors: list[Any] = []
     for i in range(0, len(documents), 64):
         vectors += embedder.embed_documents(documents[i : i + 64]).require_all()
