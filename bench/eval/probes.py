@@ -43,13 +43,13 @@ sys.path.insert(0, str(HERE.parent.parent))
 
 import replay  # noqa: E402
 import score_fusion  # noqa: E402
-from compare import Gold, Scores, first_hit, product_vector  # noqa: E402
-from score_fusion import Convex, Scored, replay_convex  # noqa: E402
+from compare import Gold, Scores, product_vector  # noqa: E402
+from score_fusion import Convex, Scored, rank_of, replay_convex  # noqa: E402
 
 from indexer import candidates, lexical, lookup, store  # noqa: E402
 from indexer import ranking as ranking_module  # noqa: E402
 from indexer.embedders import make_embedder  # noqa: E402
-from indexer.ranking import DEFAULT_RANKING, collapse, lift_named, shaping_rows  # noqa: E402
+from indexer.ranking import DEFAULT_RANKING, lift_named, shaping_rows  # noqa: E402
 
 NO_FILTERS = score_fusion.NO_FILTERS
 PRODUCT = Convex(DEFAULT_RANKING.vector_share)
@@ -129,8 +129,7 @@ def coherence(asked: list[Scored], _model: Any) -> None:
                     own = scores[cid] if cid in first else 0.0
                     scores[cid] += gamma * (mass[key(cid)] - own) / total
             lift_named(scores, c, DEFAULT_RANKING)
-            ordered = sorted(scores, key=lambda cid: (-scores[cid], cid))[:30]
-            out.add(first_hit([row for row, _ in collapse(ordered, a.details, 10, a.pieces)], gold))
+            out.add(rank_of(scores, a.details, a.pieces, gold))
         return out
 
     header(asked)
@@ -160,8 +159,7 @@ def curves(asked: list[Scored], _model: Any) -> None:
         for gold, v, k, c in zip(a.golds, a.vector, a.keyword, a.others, strict=True):
             scores = fused(v, k, share, power, floor)
             lift_named(scores, c, DEFAULT_RANKING)
-            ordered = sorted(scores, key=lambda cid: (-scores[cid], cid))[:30]
-            out.add(first_hit([row for row, _ in collapse(ordered, a.details, 10, a.pieces)], gold))
+            out.add(rank_of(scores, a.details, a.pieces, gold))
         return out
 
     tune = [a for a in asked if a.name.endswith("tune")]
@@ -198,7 +196,7 @@ def fields(asked: list[Scored], model: Any) -> None:
         variant = [swapped(a, gathered[a.name], weights, "keyword") for a in asked]
         scores = [replay_convex(a, Convex(share)) for a in variant]
         tune = [s.mrr() for a, s in zip(asked, scores, strict=True) if a.name.endswith("tune")]
-        rows.append((sum(tune) / len(tune), weights, share, variant, scores))
+        rows.append((sum(tune) / len(tune), weights, share, variant))
     rows.sort(key=lambda r: -r[0])
     header(asked)
     for label, weights in (
@@ -209,7 +207,7 @@ def fields(asked: list[Scored], model: Any) -> None:
         print_row(
             f"{label}, keyword side alone", variant, lambda a: replay_convex(a, PRODUCT, "keyword")
         )
-    for mean, (body, path), share, variant, _ in rows[:5]:
+    for mean, (body, path), share, variant in rows[:5]:
         label = f"body {body}, path {path}, vector share {share} (tuning mean {mean:.4f})"
         print_row(label, variant, lambda a, s=share: replay_convex(a, Convex(s)))
 
@@ -292,15 +290,14 @@ def definers(asked: list[Scored], model: Any) -> None:
             for offset, cid in enumerate(ids):
                 scores[cid] = top + 0.5 / (DEFAULT_RANKING.rrf_k + 1 + offset)
             lift_named(scores, replace(c, verbatim=[]), DEFAULT_RANKING)
-            ordered = sorted(scores, key=lambda cid: (-scores[cid], cid))[:30]
-            out.add(first_hit([row for row, _ in collapse(ordered, details, 10, pieces)], gold))
+            out.add(rank_of(scores, details, pieces, gold))
         return out
 
     header(asked)
     print_row("chunks defining a query identifier above its other verbatim chunks", asked, score)
 
 
-def _vector_lists(
+def vector_lists(
     model: Any, transform: Callable[[Any, str, Gold, Any], dict[Any, Any]]
 ) -> dict[str, tuple[Lists, dict, dict]]:
     def lists(conn: Any, project: str, gold: Gold, vectors: Any) -> Found:
@@ -334,7 +331,7 @@ def centre(asked: list[Scored], model: Any) -> None:
         q = np.asarray(product_vector(vectors, gold.text), dtype=np.float64)
         return {lam: q - lam * means[project] for lam in (0.1, 0.2, 0.3)}
 
-    gathered = _vector_lists(model, transform)
+    gathered = vector_lists(model, transform)
     header(asked)
     for lam in (0.1, 0.2, 0.3):
         variant = [swapped(a, gathered[a.name], lam, "vector") for a in asked]
@@ -351,7 +348,7 @@ def raw(asked: list[Scored], model: Any) -> None:
         asked_so = np.asarray(vectors[gold.text], dtype=np.float64)
         return {w: q + w * asked_so for w in (0.25, 0.5, 1.0)}
 
-    gathered = _vector_lists(model, transform)
+    gathered = vector_lists(model, transform)
     header(asked)
     for w in (0.25, 0.5, 1.0):
         variant = [swapped(a, gathered[a.name], w, "vector") for a in asked]

@@ -130,10 +130,16 @@ def replay_convex(a: Scored, fusion: Convex | None, mode: str = "hybrid") -> Sco
         else:
             scores = fusion.fuse(v if mode != "keyword" else [], k if mode != "vector" else [])
             lift_named(scores, c, base)
-        ordered = sorted(scores, key=lambda cid: (-scores[cid], cid))[: TOP_K * base.shortlist]
-        hits = collapse(ordered, a.details, TOP_K, a.pieces)
-        out.add(first_hit([row for row, _ in hits], gold))
+        out.add(rank_of(scores, a.details, a.pieces, gold))
     return out
+
+
+def rank_of(scores: dict[int, float], details: dict, pieces: dict, gold: Gold) -> int | None:
+    """The rank of `gold`'s first hit among the hits `search_code` would shape from `scores`
+    (its shortlist of fused candidates, collapsed to the first TOP_K)."""
+    ordered = sorted(scores, key=lambda cid: (-scores[cid], cid))
+    hits = collapse(ordered[: TOP_K * DEFAULT_RANKING.shortlist], details, TOP_K, pieces)
+    return first_hit([row for row, _ in hits], gold)
 
 
 def main(argv: Sequence[str] | None = None) -> None:

@@ -153,7 +153,7 @@ def evaluate(embedder: Any, keep: Path | None, label: str, query_vector: Any) ->
     def transform(_conn: Any, _project: str, gold: Gold, vectors: Any) -> dict[Any, Any]:
         return {label: query_vector(probes.product_vector(vectors, gold.text), gold.text)}
 
-    gathered = probes._vector_lists(embedder, transform)
+    gathered = probes.vector_lists(embedder, transform)
     variant = [probes.swapped(a, gathered[a.name], label, "vector") for a in asked]
     probes.header(asked)
     probes.print_row(label, variant, lambda a: probes.replay_convex(a, probes.PRODUCT))
