@@ -9,17 +9,23 @@ query against all of them (a softmax over the 13,775 definitions, not only a bat
 - `tower`: a query encoder of its own, all-MiniLM-L6-v2 fine-tuned (queries cut at 48 word
   pieces, batch 64, AdamW lr 5e-5, 10 % warm-up then linear decay, 2 epochs, seed 13).
 
+With `--questions N` the adapter also trains on the hand-written developer questions
+(`question_pairs.py`), each N times an epoch (`--questions-only`: on them alone), their
+definitions added to the documents every query ranks against.
+
 Each then runs both evals with its query vectors through the product's fusion and collapse
 (`bench/eval/probes.py`), beside the product. Measured, not kept (docs/performance.md).
 
     .venv/bin/python bench/train/query_side.py vectors     # the pairs' vectors (about 9 min)
     .venv/bin/python bench/train/query_side.py adapter --keep bench/.cache/scored.pkl
     .venv/bin/python bench/train/query_side.py tower --keep bench/.cache/scored.pkl  # 20 min
+    .venv/bin/python bench/train/query_side.py adapter --keep bench/.cache/scored.pkl --questions 5
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import random
 import sys
@@ -33,6 +39,7 @@ sys.path.insert(0, str(HERE.parent / "eval"))
 sys.path.insert(0, str(HERE.parent.parent))
 
 import probes  # noqa: E402
+import question_pairs  # noqa: E402
 from compare import Gold  # noqa: E402
 from training_corpus import CACHE  # noqa: E402
 
@@ -56,31 +63,71 @@ def embed_pairs(embedder: Any) -> None:
     """Each pair's query as the product embeds a query, each definition as it embeds a chunk."""
     pairs, documents, _ = load_pairs()
     queries = [embedder.embed_query(p["query"]) for p in pairs]
+    np.savez(
+        VECTORS, queries=np.asarray(queries, np.float32), documents=_embed(embedder, documents)
+    )
+
+
+def _embed(embedder: Any, documents: list[str]) -> np.ndarray:
     vectors: list[Any] = []
     for i in range(0, len(documents), 64):
         vectors += embedder.embed_documents(documents[i : i + 64]).require_all()
         print(f"\r  documents {len(vectors)}/{len(documents)}", end="", file=sys.stderr)
     print(file=sys.stderr)
-    np.savez(VECTORS, queries=np.asarray(queries, np.float32), documents=np.asarray(vectors))
+    return np.asarray(vectors, np.float32)
 
 
-def train_adapter(epochs: int = 2, lr: float = 1e-3) -> np.ndarray:
+def question_vectors(embedder: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The hand-written training questions (`question_pairs.py`): their query vectors, the
+    vectors of their definitions not among the mined pairs' documents, and each question's
+    target among the mined documents followed by those."""
+    _, documents, _ = load_pairs()
+    asked = question_pairs.question_pairs(question_pairs.read([question_pairs.DATA]))
+    digest = hashlib.sha256(question_pairs.DATA.read_bytes()).hexdigest()[:12]
+    cache = CACHE / f"question-vectors-{digest}.npz"
+    at = {d: i for i, d in enumerate(documents)}
+    extra = list(dict.fromkeys(p.document for p in asked if p.document not in at))
+    at.update({d: len(documents) + i for i, d in enumerate(extra)})
+    if not cache.is_file():
+        queries = [embedder.embed_query(candidates.vector_query(p.query)) for p in asked]
+        np.savez(cache, queries=np.asarray(queries, np.float32), documents=_embed(embedder, extra))
+    with np.load(cache) as data:
+        return data["queries"], data["documents"], np.asarray([at[p.document] for p in asked])
+
+
+def train_adapter(
+    epochs: int = 2,
+    lr: float = 1e-3,
+    asked: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
+    repeat: int = 0,
+    mined: bool = True,
+) -> np.ndarray:
+    """The adapter, trained on the mined pairs (unless not `mined`) and on the hand-written
+    questions `asked` (query vectors, extra documents, targets), each question `repeat` times
+    an epoch; every query ranks against all documents."""
     import torch
 
     torch.manual_seed(SEED)
     _, _, targets = load_pairs()
     with np.load(VECTORS) as data:
-        queries, documents = torch.tensor(data["queries"]), torch.tensor(data["documents"])
-    target = torch.tensor(targets)
-    adapter = torch.nn.Parameter(torch.zeros(queries.shape[1], queries.shape[1]))
+        queries, documents = data["queries"], data["documents"]
+    if not mined:
+        queries, targets = queries[:0], []
+    target = np.asarray(targets, np.int64)
+    if asked is not None and repeat:
+        queries = np.concatenate([queries, *[asked[0]] * repeat])
+        documents = np.concatenate([documents, asked[1]])
+        target = np.concatenate([target, *[asked[2]] * repeat])
+    q_all, docs, gold = torch.tensor(queries), torch.tensor(documents), torch.tensor(target)
+    adapter = torch.nn.Parameter(torch.zeros(q_all.shape[1], q_all.shape[1]))
     optimizer = torch.optim.AdamW([adapter], lr=lr, weight_decay=0.01)
     for epoch in range(epochs):
-        order = torch.randperm(len(target))
+        order = torch.randperm(len(gold))
         for i in range(0, len(order), 256):
             b = order[i : i + 256]
-            q = queries[b] + queries[b] @ adapter
+            q = q_all[b] + q_all[b] @ adapter
             q = q / q.norm(dim=1, keepdim=True)
-            loss = torch.nn.functional.cross_entropy(SCALE * q @ documents.T, target[b])
+            loss = torch.nn.functional.cross_entropy(SCALE * q @ docs.T, gold[b])
             optimizer.zero_grad()
             loss.backward()
             optimizer.step()
@@ -173,13 +220,28 @@ def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("step", choices=("vectors", "adapter", "tower"))
     ap.add_argument("--keep", type=Path, help="the lists score_fusion.py keeps (made if missing)")
+    ap.add_argument("--epochs", type=int, default=2)
+    ap.add_argument("--lr", type=float, default=1e-3)
+    ap.add_argument(
+        "--questions",
+        type=int,
+        default=0,
+        help="train the adapter on the hand-written questions too, each this many times an epoch",
+    )
+    ap.add_argument("--questions-only", action="store_true", help="not on the mined pairs")
+    ap.add_argument("--save", type=Path, help="write the adapter (.npy) here")
     args = ap.parse_args(argv)
     embedder = make_embedder("local", None)
     if args.step == "vectors":
         embed_pairs(embedder)
         return
     if args.step == "adapter":
-        adapter = train_adapter()
+        asked = question_vectors(embedder) if args.questions else None
+        adapter = train_adapter(
+            args.epochs, args.lr, asked, args.questions, mined=not args.questions_only
+        )
+        if args.save:
+            np.save(args.save, adapter.astype(np.float32))
         evaluate(embedder, args.keep, "query adapter", lambda q, _text: q + q @ adapter)
         return
     import torch
