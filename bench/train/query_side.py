@@ -83,11 +83,12 @@ def question_vectors(embedder: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]
     target among the mined documents followed by those."""
     _, documents, _ = load_pairs()
     asked = question_pairs.question_pairs(question_pairs.read([question_pairs.DATA]))
-    digest = hashlib.sha256(question_pairs.DATA.read_bytes()).hexdigest()[:12]
-    cache = CACHE / f"question-vectors-{digest}.npz"
     at = {d: i for i, d in enumerate(documents)}
     extra = list(dict.fromkeys(p.document for p in asked if p.document not in at))
     at.update({d: len(documents) + i for i, d in enumerate(extra)})
+    # Keyed by the questions and the definitions they add: new mined pairs change the latter.
+    digest = hashlib.sha256(question_pairs.DATA.read_bytes() + "\0".join(extra).encode())
+    cache = CACHE / f"question-vectors-{digest.hexdigest()[:12]}.npz"
     if not cache.is_file():
         queries = [embedder.embed_query(candidates.vector_query(p.query)) for p in asked]
         np.savez(cache, queries=np.asarray(queries, np.float32), documents=_embed(embedder, extra))
@@ -231,6 +232,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--questions-only", action="store_true", help="not on the mined pairs")
     ap.add_argument("--save", type=Path, help="write the adapter (.npy) here")
     args = ap.parse_args(argv)
+    if args.questions_only and not args.questions:
+        ap.error("--questions-only trains on the questions alone: give --questions N too")
     embedder = make_embedder("local", None)
     if args.step == "vectors":
         embed_pairs(embedder)
