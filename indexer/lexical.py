@@ -91,16 +91,44 @@ def path_terms_text(path: str) -> str:
     return terms_text(path.replace("/", " ").replace(".", " "))
 
 
-def query_terms(query: str, *, stopwords: bool = True) -> list[str]:
+def query_terms(query: str, *, stopwords: bool = True, compounds: int = 0) -> list[str]:
     """Distinct terms of a query, in order of first appearance, capped; function words are
-    dropped unless nothing else is left (a query of only "is it" still searches)."""
+    dropped unless nothing else is left (a query of only "is it" still searches). With
+    `compounds` n, runs of 2..n adjacent one-part words are added joined ("retry delay" ->
+    `retrydelay`), the whole-name term an identifier `retryDelay` or `retry_delay` is indexed
+    under; a run neither starts nor ends with a function word."""
     seen: dict[str, None] = {}
     for term in terms(query):
         seen.setdefault(term, None)
     words = list(seen)
     if stopwords:
         words = [w for w in words if w not in STOPWORDS] or words
-    return words[:MAX_QUERY_TERMS]
+    words = words[:MAX_QUERY_TERMS]
+    for joined in _compound_runs(query, compounds):
+        if len(words) >= MAX_QUERY_TERMS:
+            break
+        if joined not in words:
+            words.append(joined)
+    return words
+
+
+def _compound_runs(query: str, longest: int) -> list[str]:
+    """Runs of 2..`longest` adjacent one-part words of `query`, joined, shortest first."""
+    if longest < 2:
+        return []
+    pieces = [m.group(0) for m in IDENTIFIER_RE.finditer(query)]
+    # A name of several parts already yields its joined form; it breaks a run.
+    words = [p.lower() if len(split_identifier(p)) == 1 else None for p in pieces]
+    out: list[str] = []
+    for size in range(2, longest + 1):
+        for start in range(len(words) - size + 1):
+            run = words[start : start + size]
+            if any(w is None for w in run) or run[0] in STOPWORDS or run[-1] in STOPWORDS:
+                continue
+            joined = "".join(run)  # type: ignore[arg-type]
+            if len(joined) <= MAX_TERM_CHARS and joined not in out:
+                out.append(joined)
+    return out
 
 
 def stem(word: str) -> str:

@@ -58,6 +58,9 @@ class Ranking:
     stopwords: bool = True
     idf: bool = True
     prefix: bool = False
+    # Runs of 2..compounds adjacent query words also match joined, as a compound identifier
+    # (0: off).
+    compounds: int = 0
     field_weights: tuple[float, float, float, float] = (0.05, 0.2, 0.5, 1.0)
     normalization: int = 0
     match_rows: int = 5000
@@ -317,7 +320,7 @@ def keyword_candidates(
     conn: store.Conn, project: str, query: str, filters: Mapping[str, Any], ranking: Ranking
 ) -> list[tuple[int, float]]:
     """The keyword ranker's list for `query` with its scores, best first (see `Ranking`)."""
-    words = lexical.query_terms(query, stopwords=ranking.stopwords)
+    words = lexical.query_terms(query, stopwords=ranking.stopwords, compounds=ranking.compounds)
     if not words:
         return []
     params: dict[str, Any] = {

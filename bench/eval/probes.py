@@ -19,6 +19,12 @@ only, the test splits are printed to be read.
   it first.
 - `centre`: the query vector less a share of the index's mean chunk vector (hub reduction).
 - `raw`: the question's vector as asked added to the product's (the opening left out).
+- `compounds`: runs of adjacent query words also matched joined, as the whole-name term of
+  a compound identifier (`Ranking.compounds`: "retry delay" meets `retryDelay`).
+- `lengths`: the keyword score per term divided by a function of the chunk's length
+  (`Ranking.normalization`, ts_rank's flags: 1 + log of its words, its unique words, ...).
+- `feedback`: the query vector moved towards the vectors of the vector side's first hits
+  (pseudo-relevance feedback, Rocchio's), then asked again.
 
     .venv/bin/python bench/eval/probes.py --keep bench/.cache/scored.pkl coherence
 """
@@ -355,6 +361,97 @@ def raw(asked: list[Scored], model: Any) -> None:
         print_row(f"plus {w} x the question as asked", variant, lambda a: replay_convex(a, PRODUCT))
 
 
+def compounds(asked: list[Scored], model: Any) -> None:
+    sizes = (2, 3, 4)
+
+    def lists(conn: Any, project: str, gold: Gold, _vectors: Any) -> Found:
+        return {
+            n: ranking_module.keyword_candidates(
+                conn, project, gold.text, NO_FILTERS, replace(DEFAULT_RANKING, compounds=n)
+            )
+            for n in sizes
+        }
+
+    gathered = regather(model, lists)
+    header(asked)
+    for n in sizes:
+        variant = [swapped(a, gathered[a.name], n, "keyword") for a in asked]
+        print_row(
+            f"runs of 2..{n} words joined, keyword side alone",
+            variant,
+            lambda a: replay_convex(a, PRODUCT, "keyword"),
+        )
+        print_row(f"runs of 2..{n} words joined", variant, lambda a: replay_convex(a, PRODUCT))
+
+
+LENGTHS = {1: "1 + log(words)", 2: "words", 8: "unique words", 16: "1 + log(unique words)"}
+
+
+def lengths(asked: list[Scored], model: Any) -> None:
+    def lists(conn: Any, project: str, gold: Gold, _vectors: Any) -> Found:
+        return {
+            flag: ranking_module.keyword_candidates(
+                conn, project, gold.text, NO_FILTERS, replace(DEFAULT_RANKING, normalization=flag)
+            )
+            for flag in LENGTHS
+        }
+
+    gathered = regather(model, lists)
+    header(asked)
+    print_row("keyword side alone", asked, lambda a: replay_convex(a, PRODUCT, "keyword"))
+    for flag, label in LENGTHS.items():
+        variant = [swapped(a, gathered[a.name], flag, "keyword") for a in asked]
+        print_row(
+            f"divided by {label}, keyword side alone",
+            variant,
+            lambda a: replay_convex(a, PRODUCT, "keyword"),
+        )
+        print_row(f"divided by {label}", variant, lambda a: replay_convex(a, PRODUCT))
+
+
+FEEDBACK = tuple(itertools.product((1, 3, 5), (0.1, 0.2, 0.35, 0.5)))
+
+
+def feedback(asked: list[Scored], model: Any) -> None:
+    def transform(conn: Any, project: str, gold: Gold, vectors: Any) -> dict[Any, Any]:
+        q = np.asarray(product_vector(vectors, gold.text), dtype=np.float64)
+        q = q / np.linalg.norm(q)
+        first = lookup.vector_candidates(
+            conn,
+            project,
+            candidates.vector_param(q.astype(np.float32)),
+            NO_FILTERS,
+            max(k for k, _ in FEEDBACK),
+            candidates.DEFAULT_EF_SEARCH,
+        )
+        ids = [cid for cid, _ in first]
+        found = dict(
+            conn.execute(
+                store.statement(
+                    "SELECT id, embedding::text FROM {schema}.rag_chunk WHERE id = ANY(%s)",
+                    project,
+                ),
+                (ids,),
+            ).fetchall()
+        )
+        docs = [np.array([float(x) for x in found[cid].strip("[]").split(",")]) for cid in ids]
+        out: dict[Any, Any] = {}
+        for k, beta in FEEDBACK:
+            centroid = np.mean(docs[:k], axis=0)
+            out[(k, beta)] = q + beta * centroid / np.linalg.norm(centroid)
+        return out
+
+    gathered = vector_lists(model, transform)
+    header(asked)
+    for k, beta in FEEDBACK:
+        variant = [swapped(a, gathered[a.name], (k, beta), "vector") for a in asked]
+        print_row(
+            f"query plus {beta} x the mean of the first {k}",
+            variant,
+            lambda a: replay_convex(a, PRODUCT),
+        )
+
+
 class KeptLists(pickle.Unpickler):
     """score_fusion.py's kept lists, whose rows it pickled as a script (`__main__.Scored`)."""
 
@@ -373,7 +470,10 @@ def kept_or_gathered(keep: Path | None, model: Any) -> list[Scored]:
     return asked
 
 
-PROBES = {f.__name__: f for f in (coherence, curves, fields, names, definers, centre, raw)}
+PROBES = {
+    f.__name__: f
+    for f in (coherence, curves, fields, names, definers, centre, raw, compounds, lengths, feedback)
+}
 
 
 def main(argv: Sequence[str] | None = None) -> None:

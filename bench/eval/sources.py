@@ -56,7 +56,9 @@ class Library:
     def fetch_command(self) -> list[str]:
         if self.source == "pypi":
             spec = f"{self.package}=={self.version}"
-            return ["pip", "download", "--no-deps", "--no-binary", ":all:", spec, "-d", "."]
+            # Only the package itself from source: its build requirements (Cython, say) as
+            # wheels, or pip compiles them too, only to read the sdist's metadata.
+            return ["pip", "download", "--no-deps", "--no-binary", self.package, spec, "-d", "."]
         if self.source == "npm":
             return ["npm", "pack", f"{self.package}@{self.version}", "--silent"]
         if self.source == "debian":

@@ -90,7 +90,7 @@ def question_vectors(embedder: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]
     digest = hashlib.sha256(question_pairs.DATA.read_bytes() + "\0".join(extra).encode())
     cache = CACHE / f"question-vectors-{digest.hexdigest()[:12]}.npz"
     if not cache.is_file():
-        queries = [embedder.embed_query(candidates.vector_query(p.query)) for p in asked]
+        queries = [embedder.embed_query(p.query) for p in asked]
         np.savez(cache, queries=np.asarray(queries, np.float32), documents=_embed(embedder, extra))
     with np.load(cache) as data:
         return data["queries"], data["documents"], np.asarray([at[p.document] for p in asked])

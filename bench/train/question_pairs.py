@@ -125,7 +125,11 @@ def validate(questions: list[TrainQuestion]) -> list[str]:
 
 
 def question_pairs(questions: list[TrainQuestion]) -> list[Pair]:
-    """Each question paired with its definition as the chunker embeds it (as `pairs.py`)."""
+    """Each question, as the vector side embeds it (its opening left out:
+    `candidates.vector_query`), paired with its definition as the chunker embeds it (as
+    `pairs.py`)."""
+    from indexer.candidates import vector_query
+
     out = []
     for q in questions:
         path = CACHE / "corpus" / q.library / q.path
@@ -140,7 +144,8 @@ def question_pairs(questions: list[TrainQuestion]) -> list[Pair]:
         )
         lines = path.read_text("utf-8", errors="replace").splitlines()
         doc = document(q.library, q.path, q.language, d, lines, set())
-        out.append(Pair("question", q.language, q.library, q.path, line, q.query, doc))
+        query = vector_query(q.query)
+        out.append(Pair("question", q.language, q.library, q.path, line, query, doc))
     return out
 
 
