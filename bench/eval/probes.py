@@ -55,7 +55,7 @@ from score_fusion import Convex, Scored, rank_of, replay_convex  # noqa: E402
 from indexer import candidates, lexical, lookup, store  # noqa: E402
 from indexer import ranking as ranking_module  # noqa: E402
 from indexer.embedders import make_embedder  # noqa: E402
-from indexer.ranking import DEFAULT_RANKING, lift_named, shaping_rows  # noqa: E402
+from indexer.ranking import DEFAULT_RANKING, Ranking, lift_named, shaping_rows  # noqa: E402
 
 NO_FILTERS = score_fusion.NO_FILTERS
 PRODUCT = Convex(DEFAULT_RANKING.vector_share)
@@ -361,52 +361,47 @@ def raw(asked: list[Scored], model: Any) -> None:
         print_row(f"plus {w} x the question as asked", variant, lambda a: replay_convex(a, PRODUCT))
 
 
-def compounds(asked: list[Scored], model: Any) -> None:
-    sizes = (2, 3, 4)
+def keyword_variants(asked: list[Scored], model: Any, variants: dict[str, Ranking]) -> None:
+    """The keyword lists gathered again under each variant's ranking; its rows (the keyword
+    side alone, then the hybrid) beside the product's."""
 
     def lists(conn: Any, project: str, gold: Gold, _vectors: Any) -> Found:
         return {
-            n: ranking_module.keyword_candidates(
-                conn, project, gold.text, NO_FILTERS, replace(DEFAULT_RANKING, compounds=n)
-            )
-            for n in sizes
+            label: ranking_module.keyword_candidates(conn, project, gold.text, NO_FILTERS, r)
+            for label, r in variants.items()
         }
 
     gathered = regather(model, lists)
     header(asked)
-    for n in sizes:
-        variant = [swapped(a, gathered[a.name], n, "keyword") for a in asked]
+    print_row("keyword side alone", asked, lambda a: replay_convex(a, PRODUCT, "keyword"))
+    for label in variants:
+        variant = [swapped(a, gathered[a.name], label, "keyword") for a in asked]
         print_row(
-            f"runs of 2..{n} words joined, keyword side alone",
-            variant,
-            lambda a: replay_convex(a, PRODUCT, "keyword"),
+            f"{label}, keyword side alone", variant, lambda a: replay_convex(a, PRODUCT, "keyword")
         )
-        print_row(f"runs of 2..{n} words joined", variant, lambda a: replay_convex(a, PRODUCT))
+        print_row(label, variant, lambda a: replay_convex(a, PRODUCT))
+
+
+def compounds(asked: list[Scored], model: Any) -> None:
+    keyword_variants(
+        asked,
+        model,
+        {f"runs of 2..{n} words joined": replace(DEFAULT_RANKING, compounds=n) for n in (2, 3, 4)},
+    )
 
 
 LENGTHS = {1: "1 + log(words)", 2: "words", 8: "unique words", 16: "1 + log(unique words)"}
 
 
 def lengths(asked: list[Scored], model: Any) -> None:
-    def lists(conn: Any, project: str, gold: Gold, _vectors: Any) -> Found:
-        return {
-            flag: ranking_module.keyword_candidates(
-                conn, project, gold.text, NO_FILTERS, replace(DEFAULT_RANKING, normalization=flag)
-            )
-            for flag in LENGTHS
-        }
-
-    gathered = regather(model, lists)
-    header(asked)
-    print_row("keyword side alone", asked, lambda a: replay_convex(a, PRODUCT, "keyword"))
-    for flag, label in LENGTHS.items():
-        variant = [swapped(a, gathered[a.name], flag, "keyword") for a in asked]
-        print_row(
-            f"divided by {label}, keyword side alone",
-            variant,
-            lambda a: replay_convex(a, PRODUCT, "keyword"),
-        )
-        print_row(f"divided by {label}", variant, lambda a: replay_convex(a, PRODUCT))
+    keyword_variants(
+        asked,
+        model,
+        {
+            f"divided by {label}": replace(DEFAULT_RANKING, normalization=flag)
+            for flag, label in LENGTHS.items()
+        },
+    )
 
 
 FEEDBACK = tuple(itertools.product((1, 3, 5), (0.1, 0.2, 0.35, 0.5)))
