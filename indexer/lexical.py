@@ -116,18 +116,27 @@ def _compound_runs(query: str, longest: int) -> list[str]:
     """Runs of 2..`longest` adjacent one-part words of `query`, joined, shortest first."""
     if longest < 2:
         return []
-    pieces = [m.group(0) for m in IDENTIFIER_RE.finditer(query)]
-    # A name of several parts already yields its joined form; it breaks a run.
-    words = [p.lower() if len(split_identifier(p)) == 1 else None for p in pieces]
+    # A name of several parts already yields its joined form: it ends a stretch of words.
+    stretches: list[list[str]] = [[]]
+    for match in IDENTIFIER_RE.finditer(query):
+        piece = match.group(0)
+        if len(split_identifier(piece)) == 1:
+            stretches[-1].append(piece.lower())
+        elif stretches[-1]:
+            stretches.append([])
     out: list[str] = []
     for size in range(2, longest + 1):
-        for start in range(len(words) - size + 1):
-            run = words[start : start + size]
-            if any(w is None for w in run) or run[0] in STOPWORDS or run[-1] in STOPWORDS:
-                continue
-            joined = "".join(run)  # type: ignore[arg-type]
-            if len(joined) <= MAX_TERM_CHARS and joined not in out:
-                out.append(joined)
+        for words in stretches:
+            for start in range(len(words) - size + 1):
+                run = words[start : start + size]
+                joined = "".join(run)
+                if (
+                    run[0] not in STOPWORDS
+                    and run[-1] not in STOPWORDS
+                    and len(joined) <= MAX_TERM_CHARS
+                    and joined not in out
+                ):
+                    out.append(joined)
     return out
 
 
