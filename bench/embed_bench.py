@@ -27,7 +27,7 @@ sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
 import machine  # noqa: E402  (bench/machine.py, beside this script)
 
-from indexer.embed import pack_batches, utf8_len  # noqa: E402
+from indexer.embed.embedder import pack_batches, utf8_len  # noqa: E402
 
 PACKAGES = ("httpx", "ollama", "pydantic", "click", "typer", "jinja2", "litestar", "psycopg")
 WINDOW_LINES = 40
@@ -60,7 +60,7 @@ def median_seconds(run: Callable[[], object], repeats: int) -> float:
 
 
 def bench_local(chunks: list[str], batch_sizes: list[int], repeats: int) -> None:
-    from indexer.embed_local import LocalEmbedder
+    from indexer.embed.local import LocalEmbedder
 
     started = time.perf_counter()
     embedder = LocalEmbedder()
@@ -91,7 +91,7 @@ def bench_ollama(chunks: list[str], repeats: int) -> None:
     import ollama
     from ollama_standin import OllamaStandin
 
-    from indexer.embed_ollama import OllamaEmbedder, checked_vectors
+    from indexer.embed.ollama import OllamaEmbedder, checked_vectors
 
     with OllamaStandin() as server:
         embedder = OllamaEmbedder(host=server.url, backoff_seconds=0.0)

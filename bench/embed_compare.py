@@ -49,7 +49,7 @@ def worker(backend: str, chunks_file: Path, out_dir: Path, batch: int, threads: 
         torch.set_num_threads(threads)
         embedder: object = TorchEmbedder(batch_size=batch)
     else:
-        from indexer.embed_local import LocalEmbedder
+        from indexer.embed.local import LocalEmbedder
 
         model = None if backend == "onnx:bundled" else backend.split(":", 1)[1]
         embedder = LocalEmbedder(model, batch_size=batch, threads=threads)
@@ -96,7 +96,7 @@ def main() -> None:
     import numpy as np
     from embed_bench import code_chunks
 
-    from indexer.embed_local import DEFAULT_LOCAL_BATCH_SIZE
+    from indexer.embed.local import DEFAULT_LOCAL_BATCH_SIZE
 
     print(machine.describe())
     print(f"command: {' '.join([Path(sys.executable).name, *sys.argv])}")

@@ -37,12 +37,14 @@ from psycopg import sql as pgsql  # noqa: E402
 from sweep_bench import CORPUS as SWEEP_CORPUS  # noqa: E402
 from sweep_bench import ZeroCostEmbedder, fresh, project  # noqa: E402
 
-from indexer import sql, sql_bulk, store  # noqa: E402
-from indexer.db import Database  # noqa: E402
+from indexer.db import (  # noqa: E402
+    Database,
+    statements,
+    store,
+)
 from indexer.project import Project, Root  # noqa: E402
+from indexer.search import find_references, find_symbol, get_outline, grep  # noqa: E402  # noqa: E402
 from indexer.sweep import SweepOptions, sweep_project  # noqa: E402
-from indexer.symbols import find_symbol, get_outline  # noqa: E402
-from indexer.textsearch import find_references, grep  # noqa: E402
 
 CORPUS = ("litestar", "psycopg", "mcp", "pygments", "sympy")
 STORE_CORPUS = ("litestar", "psycopg", "mcp")
@@ -69,18 +71,18 @@ def part1(db: Database, runs: int, corpus: tuple[str, ...]) -> None:
     proj = project("bench_nav_store", corpus)
     print(f"\n## Part 1: store time of a first sweep, {', '.join(corpus)}, zero-cost embedder")
     with_nav, without = [], []
-    saved = (store._replace_symbols, store.text_rows, sql.DELETE_FILE_TEXT)
+    saved = (store._replace_symbols, store.text_rows, statements.DELETE_FILE_TEXT)
     for run in range(runs):
         for label, out in (("with symbols + text", with_nav), ("without", without)):
             if label == "without":
                 store._replace_symbols = lambda *a, **k: None  # type: ignore[assignment]
                 store.text_rows = lambda *a, **k: []  # type: ignore[assignment]
-                sql.DELETE_FILE_TEXT = "SELECT %(file_id)s"
+                statements.DELETE_FILE_TEXT = "SELECT %(file_id)s"
             try:
                 fresh(db, proj.name)
                 report = sweep_project(db, proj, ZeroCostEmbedder(), SweepOptions())
             finally:
-                store._replace_symbols, store.text_rows, sql.DELETE_FILE_TEXT = saved
+                store._replace_symbols, store.text_rows, statements.DELETE_FILE_TEXT = saved
             # Writing rows, and building the indexes a bulk load leaves to the end.
             spent = report.seconds["store"] + report.seconds.get("build_index", 0.0)
             out.append(spent)
@@ -144,8 +146,8 @@ def build_scaled(db: Database, copies: int) -> None:
         print(f"copied {copies} times in {time.perf_counter() - t:.0f} s")
         t = time.perf_counter()
         with conn.transaction():
-            conn.execute(sql.SET_BUILD_MEMORY, {"mem": "1GB"})
-            for step in [*sql.CREATE_TRGM, *sql_bulk.CREATE_SECONDARY]:
+            conn.execute(statements.SET_BUILD_MEMORY, {"mem": "1GB"})
+            for step in [*statements.CREATE_TRGM, *statements.CREATE_SECONDARY]:
                 conn.execute(store.statement(step, SCALED))
         with conn.transaction():
             for table in ("rag_file", "rag_chunk", "rag_symbol", "rag_text_block", "rag_name"):

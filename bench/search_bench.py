@@ -46,15 +46,26 @@ from sweep_bench import CORPUS, SITE, project  # noqa: E402
 
 from chunkers import embedding_text  # noqa: E402
 from chunkers.model import Chunk  # noqa: E402
-from indexer import lookup, ranking, sql, sql_lookup, store  # noqa: E402
-from indexer.candidates import DEFAULT_EF_SEARCH  # noqa: E402
-from indexer.db import Database  # noqa: E402
+from indexer.db import (  # noqa: E402
+    Database,
+    lookup,
+    queries,
+    statements,
+    store,
+)
 from indexer.embed import EmbedBatchResult, EmbeddingModel  # noqa: E402
-from indexer.embed_local import LocalEmbedder  # noqa: E402
+from indexer.embed.local import LocalEmbedder  # noqa: E402
 from indexer.project import Project, Root  # noqa: E402
-from indexer.ranking import DEFAULT_RANKING  # noqa: E402
-from indexer.report import SweepProgress  # noqa: E402
-from indexer.sweep import SweepOptions, sweep_project  # noqa: E402
+from indexer.search import (
+    DEFAULT_EF_SEARCH,
+    fusion,
+)
+from indexer.search.fusion import DEFAULT_RANKING  # noqa: E402
+from indexer.sweep import (  # noqa: E402
+    SweepOptions,
+    SweepProgress,
+    sweep_project,
+)
 
 PROJECT = "bench_search"
 CACHE = HERE / ".cache" / "search-100k"
@@ -214,7 +225,7 @@ def refill(cache: Path, from_id: int, tokens: int) -> None:
         took = time.perf_counter() - started
         print(f"{len(rows):,} chunks embedded in {took:.0f} s", flush=True)
         with db.connection() as conn:
-            conn.execute(store.statement(sql.DROP_HNSW, PROJECT))
+            conn.execute(store.statement(statements.DROP_HNSW, PROJECT))
             with conn.cursor() as cur:
                 cur.executemany(
                     store.statement(
@@ -266,7 +277,7 @@ def lists(cache: Path, queries: int, ef_search: int) -> None:
 
 
 def keyword_candidates(conn: Any, project: str, text: str, filters: dict[str, Any]) -> list[int]:
-    return ranking.keyword_candidates(conn, project, text, filters, DEFAULT_RANKING)
+    return fusion.keyword_candidates(conn, project, text, filters, DEFAULT_RANKING)
 
 
 # --- queries --------------------------------------------------------------------------------
@@ -315,7 +326,7 @@ def exact_nearest(conn: Any, vector: np.ndarray, k: int) -> tuple[list[int], flo
     """The true `k` nearest chunks and the k-th distance: the same statement with index scans
     switched off."""
     rows = conn.execute(
-        store.statement(sql_lookup.VECTOR_CANDIDATES, PROJECT),
+        store.statement(queries.VECTOR_CANDIDATES, PROJECT),
         {**NO_FILTERS, "vector": vector, "limit": k},
         prepare=False,  # a plan cached with index scans off would outlive the setting
     ).fetchall()

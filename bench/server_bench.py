@@ -33,10 +33,15 @@ import httpx  # noqa: E402
 import numpy as np  # noqa: E402
 import psutil  # noqa: E402
 
-from indexer import sql, store  # noqa: E402
-from indexer.db import Database  # noqa: E402
-from indexer.embed import Embedder  # noqa: E402
-from indexer.embedders import make_embedder  # noqa: E402
+from indexer.db import (  # noqa: E402
+    Database,
+    statements,
+    store,
+)
+from indexer.embed import (
+    Embedder,
+    make_embedder,
+)
 from indexer.project import Project, Root  # noqa: E402
 from rag_server.app import create_app  # noqa: E402
 from rag_server.config import (  # noqa: E402
@@ -199,7 +204,7 @@ def build(db: Database, embedder: Embedder, chunks: int, root: Path) -> None:
         store.ensure_project(conn, PROJECT)
         store.set_embedding_dimension(conn, PROJECT, identity.dimension)
         store.set_meta(conn, PROJECT, "embedding", identity.to_dict())
-        conn.execute(store.statement(sql.DROP_HNSW, PROJECT))
+        conn.execute(store.statement(statements.DROP_HNSW, PROJECT))
         conn.commit()
         rng = np.random.default_rng(7)
         words = random.Random(7)
@@ -239,7 +244,7 @@ def build(db: Database, embedder: Embedder, chunks: int, root: Path) -> None:
         conn.commit()
         print("  building the HNSW index ...")
         conn.execute("SET maintenance_work_mem = '1GB'")
-        conn.execute(store.statement(sql.CREATE_HNSW, PROJECT))
+        conn.execute(store.statement(statements.CREATE_HNSW, PROJECT))
         conn.commit()
         print(f"  built in {time.perf_counter() - started:.0f} s")
 

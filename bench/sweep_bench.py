@@ -38,13 +38,18 @@ sys.path.insert(0, str(HERE.parent))
 import machine  # noqa: E402  (bench/machine.py, beside this script)
 
 from chunkers import chunk_file, embedding_text, lone_definitions  # noqa: E402
-from indexer import store  # noqa: E402
-from indexer.db import Database  # noqa: E402
-from indexer.embed import EmbedBatchResult, EmbeddingModel  # noqa: E402
-from indexer.embedders import make_embedder  # noqa: E402
+from indexer.db import (
+    Database,
+    store,
+)
+from indexer.embed import (  # noqa: E402
+    EmbedBatchResult,
+    EmbeddingModel,
+    make_embedder,
+)
 from indexer.project import Project, Root  # noqa: E402
 from indexer.sweep import SweepOptions, sweep_project  # noqa: E402
-from indexer.walk import Candidate, walk_project  # noqa: E402
+from indexer.sweep.walk import Candidate, walk_project  # noqa: E402
 
 SITE = (
     Path(sys.prefix)

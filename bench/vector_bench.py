@@ -1,7 +1,7 @@
 """The vector side at scale with definitions' own vectors: what the second HNSW list costs.
 
 A definition no chunk speaks for has a vector of its own in `rag_symbol`, and the vector ranker
-walks both HNSW indexes (`sql_lookup.VECTOR_CANDIDATES`). This benchmark builds, once, a project of
+walks both HNSW indexes (`queries.VECTOR_CANDIDATES`). This benchmark builds, once, a project of
 --chunks chunk vectors and --definitions definition vectors (the eval corpora hold 0.9 to 1.4
 such definitions per chunk), each a noisy copy (cosine ≈ 0.9) of a real vector of the shipped
 model from the eval indexes (`bench/eval/run.py` builds them), loaded as the bulk load does
@@ -39,10 +39,9 @@ import machine  # noqa: E402  (bench/machine.py, beside this script)
 import numpy as np  # noqa: E402
 from search_bench import NO_FILTERS, figures, open_database, query_vectors  # noqa: E402
 
-from indexer import bulk, sql_lookup, store  # noqa: E402
-from indexer.candidates import DEFAULT_EF_SEARCH  # noqa: E402
-from indexer.embed_local import LocalEmbedder  # noqa: E402
-from indexer.rows import ChunkRow, FileRecord, SymbolRow  # noqa: E402
+from indexer.db import ChunkRow, FileRecord, SymbolRow, bulk, queries, store  # noqa: E402  # noqa: E402
+from indexer.embed.local import LocalEmbedder  # noqa: E402
+from indexer.search import DEFAULT_EF_SEARCH  # noqa: E402
 
 PROJECT = "bench_vectors"
 CACHE = HERE / ".cache" / "vectors-100k"
@@ -152,7 +151,7 @@ def build(cache: Path, chunks: int, definitions: int) -> None:
 def timed(conn: Any, text: str, vector: np.ndarray, ef_search: int) -> tuple[float, list[int]]:
     t = time.perf_counter()
     with conn.transaction():
-        conn.execute(sql_lookup.SET_EF_SEARCH, {"ef": str(ef_search)})
+        conn.execute(queries.SET_EF_SEARCH, {"ef": str(ef_search)})
         rows = conn.execute(
             store.statement(text, PROJECT),
             {**NO_FILTERS, "vector": vector, "limit": DEPTH},
@@ -166,7 +165,7 @@ def exact(conn: Any, vector: np.ndarray) -> list[int]:
         for step in EXACT_OFF:
             conn.execute(step)
         rows = conn.execute(
-            store.statement(sql_lookup.VECTOR_CANDIDATES, PROJECT),
+            store.statement(queries.VECTOR_CANDIDATES, PROJECT),
             {**NO_FILTERS, "vector": vector, "limit": 10},
             prepare=False,
         ).fetchall()
@@ -182,12 +181,12 @@ def time_lists(cache: Path, queries: int, ef_search: int, recall_queries: int) -
     try:
         with db.connection() as conn:
             for i in pick[:20]:  # warm the caches: both indexes read from memory after this
-                timed(conn, sql_lookup.VECTOR_CANDIDATES, vectors[i], ef_search)
+                timed(conn, queries.VECTOR_CANDIDATES, vectors[i], ef_search)
                 timed(conn, CHUNKS_ONLY, vectors[i], ef_search)
             old: list[float] = []
             new: list[float] = []
             for n, i in enumerate(pick):
-                order = [(CHUNKS_ONLY, old), (sql_lookup.VECTOR_CANDIDATES, new)]
+                order = [(CHUNKS_ONLY, old), (queries.VECTOR_CANDIDATES, new)]
                 for text, out in order if n % 2 else reversed(order):
                     out.append(timed(conn, text, vectors[i], ef_search)[0])
             print(f"{len(pick)} queries, depth {DEPTH}, ef_search {ef_search}, in the database:")
@@ -198,7 +197,7 @@ def time_lists(cache: Path, queries: int, ef_search: int, recall_queries: int) -
             hits = total = 0
             for i in pick[:recall_queries]:
                 truth = exact(conn, vectors[i])
-                _, found = timed(conn, sql_lookup.VECTOR_CANDIDATES, vectors[i], ef_search)
+                _, found = timed(conn, queries.VECTOR_CANDIDATES, vectors[i], ef_search)
                 hits += len(set(truth) & set(found[:10]))
                 total += len(truth)
             print(

@@ -32,7 +32,7 @@ import httpx  # noqa: E402
 from machine import describe  # noqa: E402
 
 from indexer.db import Database  # noqa: E402
-from indexer.embedders import make_embedder  # noqa: E402
+from indexer.embed import make_embedder  # noqa: E402
 from indexer.project import Project, Root  # noqa: E402
 from indexer.sweep import sweep_project  # noqa: E402
 from rag_server.app import create_app  # noqa: E402

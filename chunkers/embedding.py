@@ -31,7 +31,7 @@ def lone_definitions(
     is whole, or split into pieces). The others (merged with small neighbours into one chunk,
     or nested in a bigger definition's chunk) would be found only through a vector of the
     whole chunk, which speaks mostly for its main definition; a vector of their own finds them
-    by what they do, and raises the chunk holding them (`indexer.sql_lookup.VECTOR_CANDIDATES`).
+    by what they do, and raises the chunk holding them (`indexer.db.queries.VECTOR_CANDIDATES`).
     """
     spans: dict[str, list[tuple[int, int]]] = {}
     for c in result.chunks:

@@ -1,4 +1,5 @@
-"""What a project is: a validated name, its roots and its include/exclude globs.
+"""What a project is: a validated name, its roots (and whether each can be read now) and its
+include/exclude globs.
 
 A project name becomes a PostgreSQL schema name, so it is validated here, before any SQL can see
 it: lowercase letters, digits and underscores, starting with a letter, at most 63 bytes, and never
@@ -7,6 +8,7 @@ a name PostgreSQL reserves (`pg_*`, `public`, `information_schema`).
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,6 +21,13 @@ NAME_RULE = (
     "lowercase letters, digits and underscores, starting with a letter, at most 63 characters, "
     "not `public`, `information_schema` or `pg_*`"
 )
+
+# Why a root could not be walked. A missing, unreadable or suddenly empty root is *unavailable*
+# (an unmounted disk, a dropped share, a worktree being recreated), never "now empty": the sweep
+# keeps its rows until it is back, leaves the configuration, or a full re-index is asked for.
+ROOT_MISSING = "the folder is missing"
+ROOT_NOT_A_FOLDER = "the path is not a folder"
+ROOT_EMPTY = "the folder is empty"
 
 
 def project_name_problem(name: object) -> str | None:
@@ -39,6 +48,21 @@ def validate_project_name(name: object) -> str:
         raise InvalidProjectName(problem)
     assert isinstance(name, str)
     return name
+
+
+def root_problem(path: Path) -> str | None:
+    """Why the root folder at `path` cannot be walked now, or None when it can."""
+    try:
+        with os.scandir(path) as entries:
+            if next(entries, None) is None:
+                return ROOT_EMPTY
+    except FileNotFoundError:
+        return ROOT_MISSING
+    except NotADirectoryError:
+        return ROOT_NOT_A_FOLDER
+    except OSError as exc:
+        return f"the folder cannot be read ({exc.strerror or exc})"
+    return None
 
 
 @dataclass(frozen=True)

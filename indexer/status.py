@@ -8,10 +8,9 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from chunkers import CHUNKER_VERSION
-from indexer import store
 from indexer.clock import iso
-from indexer.project import Project, Root
-from indexer.walk import ROOT_EMPTY, root_problem
+from indexer.db import store
+from indexer.project import ROOT_EMPTY, Project, Root, root_problem
 
 MAX_FAILURES = 20
 MAX_WARNINGS = 20
@@ -86,7 +85,7 @@ def _sweep_summary(record: store.SweepRecord) -> SweepSummary:
 
 
 def repo_status(root: Root, files: int, chunks: int) -> RepoStatus:
-    """A root's counts, and whether it can be walked now (see `indexer.walk.root_problem`)."""
+    """A root's counts, and whether it can be walked now (see `indexer.sweep.walk.root_problem`)."""
     problem = root_problem(root.path)
     if problem == ROOT_EMPTY and not files:
         problem = None  # nothing indexed from it: an empty folder is just empty

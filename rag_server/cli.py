@@ -15,12 +15,11 @@ from typing import Annotated, Any
 
 import typer
 
-from indexer import store
+from indexer.db import store
 from indexer.project import Project
 from indexer.search import search_code
 from indexer.status import project_status
-from indexer.sweep import sweep_project
-from indexer.walk import walk_project
+from indexer.sweep import sweep_project, walk_project
 from rag_server import nav_cli, serve_cli
 from rag_server.admin_client import admin_call
 from rag_server.cli_common import ConfigOption, open_database, settings_from, user_errors
@@ -112,7 +111,7 @@ def model_export(
     Example: ./bld model export all-MiniLM-L6-v2 /tmp/minilm-int8 --int8
     """
     with user_errors():
-        from indexer.model_export import export_model  # torch: only here, only now
+        from indexer.embed import export_model  # torch: only here, only now
 
         result = export_model(source, destination, int8=int8, name=name, fuse=fuse, force=force)
         m = result.manifest

@@ -17,12 +17,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from indexer.candidates import DEFAULT_EF_SEARCH
 from indexer.embed import DEFAULT_OLLAMA_HOST, DEFAULT_PROVIDER, PROVIDERS
 from indexer.errors import ConfigError, ProjectNotFound
 from indexer.project import Project, Root, project_name_problem
-from indexer.sweep import DEFAULT_FILES_PER_COMMIT, SweepOptions
-from indexer.walk import DEFAULT_MAX_FILE_BYTES, WalkOptions
+from indexer.search import DEFAULT_EF_SEARCH
+from indexer.sweep import (
+    DEFAULT_FILES_PER_COMMIT,
+    DEFAULT_MAX_FILE_BYTES,
+    SweepOptions,
+    WalkOptions,
+)
 
 if TYPE_CHECKING:
     from indexer.embed import Embedder
@@ -445,7 +449,7 @@ def select_projects(settings: Settings, target: str) -> list[Project]:
 
 def make_settings_embedder(settings: Settings) -> Embedder:
     """The embedder the settings ask for (not yet loaded or contacted)."""
-    from indexer.embedders import make_embedder
+    from indexer.embed import make_embedder
 
     emb = settings.embedding
     options: dict[str, Any] = {}

@@ -9,9 +9,17 @@ from typing import Annotated, Any
 
 import typer
 
-from indexer.symbols import DEFAULT_SYMBOL_LIMIT, MAX_SYMBOL_LIMIT, find_symbol, get_outline
-from indexer.textsearch import DEFAULT_MAX_RESULTS, MAX_RESULTS, LineMatches, find_references
-from indexer.textsearch import grep as grep_text
+from indexer.search import (
+    DEFAULT_MAX_RESULTS,
+    DEFAULT_SYMBOL_LIMIT,
+    MAX_RESULTS,
+    MAX_SYMBOL_LIMIT,
+    LineMatches,
+    find_references,
+    find_symbol,
+    get_outline,
+)
+from indexer.search import grep as grep_text
 from rag_server.cli_common import ConfigOption, project_database, user_errors
 
 ProjectArg = Annotated[str, typer.Argument(help="The project to look in.")]
@@ -86,7 +94,7 @@ def outline(
 ) -> None:
     """What a file defines, as an indented tree: `start-end  kind  name  signature`.
 
-    Example: ./bld outline code_rag code-rag indexer/sweep.py
+    Example: ./bld outline code_rag code-rag indexer/sweep/run.py
     """
     with user_errors(), project_database(config, project) as (target, db):
         found = get_outline(db, target, repo, path)

@@ -12,14 +12,17 @@ from collections.abc import Mapping
 from typing import Any
 
 from indexer.project import Project
-from indexer.symbols import (
+from indexer.search import (
+    DEFAULT_MAX_RESULTS,
     DEFAULT_SYMBOL_LIMIT,
     MATCH_MODES,
+    MAX_RESULTS,
     MAX_SYMBOL_LIMIT,
+    find_references,
     find_symbol,
     get_outline,
+    grep,
 )
-from indexer.textsearch import DEFAULT_MAX_RESULTS, MAX_RESULTS, find_references, grep
 from rag_server.mcp import fits_in_result
 from rag_server.service import Service
 

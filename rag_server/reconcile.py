@@ -12,7 +12,7 @@ import sys
 
 import typer
 
-from indexer import store
+from indexer.db import store
 from rag_server.config import Settings
 
 

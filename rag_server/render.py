@@ -10,7 +10,7 @@ import sys
 import time
 from typing import Any, TextIO
 
-from indexer.report import SweepProgress, SweepReport
+from indexer.sweep import SweepProgress, SweepReport
 
 PLAIN_EVERY_SECONDS = 5.0
 

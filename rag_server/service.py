@@ -18,13 +18,12 @@ from dataclasses import asdict, dataclass, replace
 from datetime import datetime
 from typing import Any
 
-from indexer import store
 from indexer.clock import iso, now
-from indexer.db import Database
+from indexer.db import Database, store
 from indexer.embed import Embedder
 from indexer.errors import ProjectNotFound, RagError, SweepRunning
 from indexer.project import Project
-from indexer.query_cache import QueryVectorCache
+from indexer.search import QueryVectorCache
 from indexer.status import ProjectStatus, project_status
 from indexer.sweep import sweep_project
 from rag_server.config import Settings, select_projects, sweep_options

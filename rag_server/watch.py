@@ -3,7 +3,7 @@
 One thread per project runs `watchfiles.watch` over its roots (Rust `notify` underneath),
 debounced, so a burst of saves, a `git checkout` or an `rm -rf` arrive as one batch. Events are
 thinned here by folder name (`node_modules`, `.git`, … as the walk skips them) and judged fully
-when applied — gitignore, globs, secrets, size, binary — by `indexer.sweep.apply_changes`, the
+when applied — gitignore, globs, secrets, size, binary — by `indexer.sweep.run.apply_changes`, the
 sweep's own per-file path: same lock, savepoints and embedding cache. A change of git `HEAD`
 (branch switch, pull) is followed by a whole sweep of the project. When watching cannot work
 (a root that vanished, the inotify watch limit, a filesystem without events) the reason is
@@ -23,8 +23,7 @@ from typing import TYPE_CHECKING, Any
 from indexer.clock import iso, now
 from indexer.errors import RagError
 from indexer.project import Project
-from indexer.sweep import apply_changes
-from indexer.walk import DEFAULT_SKIP_DIRS
+from indexer.sweep import DEFAULT_SKIP_DIRS, apply_changes
 from rag_server.config import sweep_options
 
 if TYPE_CHECKING:

@@ -18,8 +18,7 @@ from typing import Any
 import psycopg
 import pytest
 
-from indexer import store
-from indexer.db import Database
+from indexer.db import Database, store
 
 # Nothing in the suite may reach a model hub or the internet.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")

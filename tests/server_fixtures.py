@@ -25,10 +25,8 @@ import uvicorn
 from litestar import Litestar
 from ollama_standin import OllamaStandin, ollama_standin  # noqa: F401  (re-exported fixture)
 
-from indexer import store
-from indexer.db import Database
-from indexer.embed import Embedder
-from indexer.embedders import make_embedder
+from indexer.db import Database, store
+from indexer.embed import Embedder, make_embedder
 from indexer.project import Project, Root
 from indexer.sweep import sweep_project
 from rag_server.app import create_app

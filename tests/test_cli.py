@@ -11,7 +11,7 @@ import pytest
 from cli_fixtures import bld, bld_tty, own_dsn, workspace
 from ollama_standin import OllamaStandin, ollama_standin
 
-from indexer import store
+from indexer.db import store
 
 __all__ = ["ollama_standin", "own_dsn", "workspace"]
 

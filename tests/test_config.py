@@ -139,7 +139,7 @@ def test_bad_provider(tmp_path: Path) -> None:
 def test_embedding_threads_reach_the_local_embedder(tmp_path: Path) -> None:
     # [embedding] threads sets ONNX Runtime's intra-op threads; 0 (the default) means the
     # machine's cores. Building the embedder reads the model's manifest only.
-    from indexer.embed_local import LocalEmbedder, default_threads
+    from indexer.embed.local import LocalEmbedder, default_threads
 
     settings = load_settings(write(tmp_path, "[embedding]\nthreads = 3\n"))
     embedder = make_settings_embedder(settings)

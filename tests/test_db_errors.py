@@ -20,7 +20,7 @@ from ollama_standin import OllamaStandin, ollama_standin
 from pg_proxy import PgProxy
 
 from indexer.db import Database
-from indexer.embedders import make_embedder
+from indexer.embed import make_embedder
 from indexer.errors import DatabaseError
 from indexer.project import Project, Root
 from indexer.search import search_code

@@ -17,13 +17,13 @@ from ollama_standin import OllamaStandin, ollama_standin
 from psycopg import sql as pgsql
 
 from chunkers import chunk_file, embedding_text, lone_definitions
-from indexer import lexical, lookup, store
-from indexer.db import Database
-from indexer.embedders import make_embedder
-from indexer.prepare import content_hash
+from indexer import lexical
+from indexer.db import Database, lookup, store
+from indexer.embed import make_embedder
 from indexer.project import Project, Root
 from indexer.search import search_code
 from indexer.sweep import SweepOptions, sweep_project
+from indexer.sweep.prepare import content_hash
 
 __all__ = ["ollama_standin"]
 

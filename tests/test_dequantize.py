@@ -16,11 +16,11 @@ def test_every_weight_comes_back_close_to_the_one_it_was_quantized_from() -> Non
     import dequantize
     from safetensors.numpy import load_file
 
-    from indexer import model_export
-    from indexer.model_dir import bundled_model_dir
+    from indexer.embed import export
+    from indexer.embed.model_dir import bundled_model_dir
 
     restored = dequantize.state_dict(bundled_model_dir("all-MiniLM-L6-v2") / "model.onnx")
-    source = load_file(str(model_export.bundled_source_dir() / "model.safetensors"))
+    source = load_file(str(export.bundled_source_dir() / "model.safetensors"))
     source = {k.removeprefix("bert."): v for k, v in source.items()}
     wanted = {k for k in source if not k.startswith("pooler.") and "position_ids" not in k}
     assert wanted <= restored.keys()

@@ -15,11 +15,15 @@ from pathlib import Path
 
 import pytest
 
-from indexer.embed import EmbeddingModel
-from indexer.embed_local import DEFAULT_LOCAL_MODEL, QUERIES, LocalEmbedder
-from indexer.embedders import make_embedder
+from indexer.embed import EmbeddingModel, make_embedder
+from indexer.embed.local import DEFAULT_LOCAL_MODEL, QUERIES, LocalEmbedder
+from indexer.embed.model_dir import (
+    MANIFEST_FILE,
+    bundled_model_dir,
+    read_manifest,
+    resolve_model_dir,
+)
 from indexer.errors import InvalidArgument, ModelNotFound
-from indexer.model_dir import MANIFEST_FILE, bundled_model_dir, read_manifest, resolve_model_dir
 
 ROOT = Path(__file__).resolve().parent.parent
 BUNDLED_NAME = "code-minilm-l6-v2-int8"
@@ -235,7 +239,7 @@ def test_a_query_does_not_wait_for_a_document_batch(local: LocalEmbedder) -> Non
 IDENTITY_ONLY = textwrap.dedent(
     """
     import sys
-    from indexer.embedders import make_embedder
+    from indexer.embed import make_embedder
     embedder = make_embedder("local")
     print(embedder.identity.model, embedder.identity.dimension)
     assert "onnxruntime" not in sys.modules, "identity loaded onnxruntime"

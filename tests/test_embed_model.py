@@ -8,7 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from indexer.embed import (
+from indexer.embed import make_embedder
+from indexer.embed.embedder import (
     EmbedBatchResult,
     EmbeddingModel,
     RefusedInput,
@@ -21,7 +22,6 @@ from indexer.embed import (
     shorten,
     utf8_len,
 )
-from indexer.embedders import make_embedder
 from indexer.errors import ConfigError, EmbeddingRefused, InvalidArgument, ModelMismatch
 
 NOMIC = EmbeddingModel(

@@ -18,9 +18,9 @@ from ollama_standin import (
     unreachable_url,
 )
 
-from indexer.embed import EmbeddingModel, utf8_len
-from indexer.embed_ollama import OllamaEmbedder
-from indexer.embedders import make_embedder
+from indexer.embed import make_embedder
+from indexer.embed.embedder import EmbeddingModel, utf8_len
+from indexer.embed.ollama import OllamaEmbedder
 from indexer.errors import EmbedderError, EmbedderUnavailable, EmbeddingRefused, ModelNotFound
 
 DOC = "search_document: "

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from conftest import _make_dir, stop_embedded
 
-from indexer import db as db_module
-from indexer.db import UNTUNED_MARK, Database, embedded_settings, memory_bytes
+from indexer.db.database import UNTUNED_MARK, Database, embedded_settings, memory_bytes
+from indexer.db import database as db_module
 
 
 @pytest.fixture

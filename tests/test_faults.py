@@ -38,11 +38,9 @@ from server_fixtures import (  # noqa: E402
     wait_for,
 )
 
-import indexer.sweep  # noqa: E402
-from indexer import store  # noqa: E402
-from indexer.db import Database  # noqa: E402
-from indexer.embed import Embedder  # noqa: E402
-from indexer.embedders import make_embedder  # noqa: E402
+import indexer.sweep.run  # noqa: E402
+from indexer.db import Database, store  # noqa: E402
+from indexer.embed import Embedder, make_embedder  # noqa: E402
 from indexer.errors import DatabaseError  # noqa: E402
 from indexer.project import Project, Root  # noqa: E402
 from indexer.sweep import SweepOptions, sweep_project  # noqa: E402
@@ -255,7 +253,7 @@ def test_database_stopped_in_the_middle_of_a_sweep_leaves_nothing_half_written(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     # The bulk load (COPY a batch at a time) only differs in how the batch is written.
-    monkeypatch.setattr(indexer.sweep, "BULK_LOAD_FILES", 1 if bulk else 10_000)
+    monkeypatch.setattr(indexer.sweep.run, "BULK_LOAD_FILES", 1 if bulk else 10_000)
     base = Path(tempfile.mkdtemp(prefix="code-rag-faults-sweep-"))
     _tree(base / "tree", 24)
     project = Project(unique_name("sweepdb"), (Root((base / "tree").resolve(), "tree"),))

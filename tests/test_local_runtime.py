@@ -16,8 +16,8 @@ from cli_fixtures import env, own_dsn
 
 from chunkers.embedding import embedding_text
 from chunkers.pipeline import chunk_file
-from indexer.embed_local import LocalEmbedder
-from indexer.model_dir import MANIFEST_FILE, MODEL_FILE, bundled_model_dir, read_manifest
+from indexer.embed.local import LocalEmbedder
+from indexer.embed.model_dir import MANIFEST_FILE, MODEL_FILE, bundled_model_dir, read_manifest
 
 __all__ = ["own_dsn"]  # a fixture, imported for pytest
 

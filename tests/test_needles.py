@@ -1,4 +1,4 @@
-"""The strings a regex needs (`indexer.needles`): what grep looks up in the trigram index
+"""The strings a regex needs (`indexer.search.needles`): what grep looks up in the trigram index
 before it runs a regex.
 
 Two kinds of check. By hand: what a few patterns need, and the syntax after which nothing is
@@ -15,7 +15,7 @@ import psycopg
 import pytest
 from fixture_scan import FIXTURES
 
-from indexer.needles import Needles, needles
+from indexer.search.needles import Needles, needles
 
 
 @pytest.mark.parametrize(

@@ -20,7 +20,7 @@ from ollama_standin import OllamaStandin, ollama_standin
 from server_fixtures import Served, make_project, serve, unique_name, wait_for
 
 from indexer.db import Database
-from indexer.embedders import make_embedder
+from indexer.embed import make_embedder
 from indexer.project import Project, Root
 from indexer.search import search_code
 from indexer.sweep import sweep_project

@@ -14,11 +14,12 @@ import numpy as np
 import psycopg
 import pytest
 
-from indexer import candidates, lexical, lookup, search, sql_lookup, store
-from indexer.embedders import make_embedder
+from indexer import lexical
+from indexer.db import lookup, queries, store
+from indexer.embed import make_embedder
 from indexer.project import Project, Root
-from indexer.ranking import Candidates, Ranking, TermStats, fuse, keyword_plan, term_stats
-from indexer.search import search_code
+from indexer.search import candidates, hybrid, search_code
+from indexer.search.fusion import Candidates, Ranking, TermStats, fuse, keyword_plan, term_stats
 from indexer.sweep import SweepOptions, sweep_project
 from tests.fixed_vectors import DIM, FixedEmbedder
 from tests.ollama_standin import OllamaStandin, ollama_standin
@@ -135,7 +136,7 @@ def test_a_filter_matching_one_percent_of_rows_still_returns_top_k(
     conn.execute("SET enable_seqscan = off")
     conn.execute("SET enable_sort = off")
     try:
-        filters = {"repo": None, "language": None, "path_re": search.glob_to_regex("special/**")}
+        filters = {"repo": None, "language": None, "path_re": hybrid.glob_to_regex("special/**")}
         with conn.transaction():
             found = candidates.gather_candidates(
                 conn,
@@ -151,14 +152,14 @@ def test_a_filter_matching_one_percent_of_rows_still_returns_top_k(
         assert len(found.vector) == 10 and all(p.startswith("special/") for p in paths)
         # Control: the same index scan without iterative scans loses most of them.
         with conn.transaction():
-            conn.execute(sql_lookup.SET_EF_SEARCH, {"ef": "40"})
+            conn.execute(queries.SET_EF_SEARCH, {"ef": "40"})
             conn.execute("SELECT set_config('hnsw.iterative_scan', 'off', true)")
             rows = conn.execute(
-                store.statement(sql_lookup.VECTOR_CANDIDATES, project_name),
+                store.statement(queries.VECTOR_CANDIDATES, project_name),
                 {
                     "repo": None,
                     "language": None,
-                    "path_re": search.glob_to_regex("special/**"),
+                    "path_re": hybrid.glob_to_regex("special/**"),
                     "vector": np.asarray(embedder.query_vector, dtype=np.float32),
                     "limit": 10,
                 },
@@ -223,7 +224,7 @@ def test_keyword_side_matches_only_rare_terms_and_ranks_a_bounded_set(
     # The plan: however many rows match, the rows ranked stop at max_ranked.
     plan_json = conn.execute(
         psycopg.sql.SQL("EXPLAIN (ANALYZE, FORMAT JSON) ")
-        + store.statement(sql_lookup.keyword_candidates_idf(2), project_name),
+        + store.statement(queries.keyword_candidates_idf(2), project_name),
         {
             "repo": None,
             "language": None,
@@ -296,7 +297,7 @@ def test_windows_of_a_long_definition_collapse_into_one_hit_from_its_signature(
         assert hit.snippet.startswith("def run_engine(step_0):"), mode
         assert hit.symbols == ["run_engine"], mode
         # The chunk id is the window holding the signature: get_chunk reads from there.
-        view = search.get_chunk(database, project, hit.chunk_id)
+        view = hybrid.get_chunk(database, project, hit.chunk_id)
         assert view.start_line <= 4 <= view.end_line < 85 and "def run_engine" in view.text, mode
         if mode == "keyword":
             assert hits[0] == hit  # ranked by its best window, which alone holds "overdraft"

@@ -13,13 +13,11 @@ import numpy as np
 import psycopg
 import pytest
 
-from indexer import candidates, lookup
-from indexer.db import Database
+from indexer.db import Database, lookup
 from indexer.embed import EmbedBatchResult, EmbeddingModel
 from indexer.errors import ModelMismatch
-from indexer.query_cache import QueryVectorCache
-from indexer.ranking import DEFAULT_RANKING, at_least, collapse, fuse, shaping_rows
-from indexer.search import search_code
+from indexer.search import QueryVectorCache, candidates, search_code
+from indexer.search.fusion import DEFAULT_RANKING, at_least, collapse, fuse, shaping_rows
 from tests.test_search import DIM, FixedEmbedder, stored_project, unit
 
 Conn = psycopg.Connection[Any]

@@ -9,9 +9,8 @@ from typing import Any
 
 import pytest
 
-from indexer import candidates
 from indexer.project import Project, Root
-from indexer.search import search_code
+from indexer.search import candidates, search_code
 from indexer.sweep import SweepOptions, sweep_project
 from tests.ollama_standin import OllamaStandin, ollama_standin
 
@@ -85,7 +84,7 @@ def write(root: Path, files: dict[str, str]) -> None:
 def demo(
     tmp_path: Path, database: Any, project_name: str, ollama_standin: OllamaStandin
 ) -> tuple[Any, Project, Any]:
-    from indexer.embedders import make_embedder
+    from indexer.embed import make_embedder
 
     root = tmp_path / "code-rag"
     write(root, {**DOCS, "rag_server/app.py": APP, "p/t.go": GO, "ledger.py": LONG})

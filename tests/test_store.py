@@ -10,10 +10,16 @@ import pytest
 from index_rows import file_chunks
 from psycopg.conninfo import make_conninfo
 
-from indexer import migrations, sql, store
-from indexer.db import Database, prepare_database
+from indexer.db import (
+    ChunkRow,
+    Database,
+    FileRecord,
+    migrations,
+    prepare_database,
+    statements,
+    store,
+)
 from indexer.errors import ForeignSchema, InvalidProjectName, PgvectorMissing, ProjectNotFound
-from indexer.store import ChunkRow, FileRecord
 
 Conn = psycopg.Connection[Any]
 
@@ -223,7 +229,7 @@ def test_missing_project_says_how_to_create_it(conn: Conn) -> None:
 def test_hostile_project_names_are_refused_before_any_sql(hostile: str) -> None:
     # No connection is given: validation must fail before a statement could be composed.
     for call in (
-        lambda: store.statement(sql.DROP_SCHEMA, hostile),
+        lambda: store.statement(statements.DROP_SCHEMA, hostile),
         lambda: store.drop_project(None, hostile),  # type: ignore[arg-type]
         lambda: store.ensure_project(None, hostile),  # type: ignore[arg-type]
         lambda: store.summary(None, hostile),  # type: ignore[arg-type]
@@ -254,7 +260,7 @@ def test_server_without_rights_to_enable_pgvector_says_what_to_do(database: Data
 def test_interactive_reads_give_up_instead_of_hanging(database: Database) -> None:
     # A stuck statement on a read connection ends with a clear error, and the pooled
     # connection keeps no timeout afterwards (it was set for that transaction only).
-    from indexer.db import mapped_errors
+    from indexer.db.database import mapped_errors
     from indexer.errors import DatabaseError
 
     with (

@@ -15,14 +15,12 @@ import pytest
 from index_rows import file_chunks
 from ollama_standin import OllamaStandin, StandinModel, ollama_standin, unreachable_url
 
-from indexer import store
-from indexer.db import Database
-from indexer.embedders import make_embedder
+from indexer.db import Database, store
+from indexer.embed import make_embedder
 from indexer.errors import EmbedderUnavailable, ModelMismatch, SweepRunning
 from indexer.project import Project, Root
-from indexer.report import SweepReport
 from indexer.search import search_code
-from indexer.sweep import SweepOptions, sweep_project
+from indexer.sweep import SweepOptions, SweepReport, sweep_project
 
 __all__ = ["ollama_standin"]
 
@@ -334,7 +332,7 @@ def test_bulk_load_builds_the_vector_index_at_the_end(
 ) -> None:
     import indexer.sweep
 
-    monkeypatch.setattr(indexer.sweep, "BULK_LOAD_FILES", 1)
+    monkeypatch.setattr(indexer.sweep.run, "BULK_LOAD_FILES", 1)
     report = sweep(database, project, embedder)
     assert "build_index" in report.seconds
     index = conn.execute(
@@ -358,7 +356,7 @@ def test_large_writes_refresh_the_term_statistics(
     # analyzes the table instead of leaving every term weighted alike until autovacuum runs.
     import indexer.sweep
 
-    monkeypatch.setattr(indexer.sweep, "ANALYZE_AFTER_CHUNKS", 1)
+    monkeypatch.setattr(indexer.sweep.run, "ANALYZE_AFTER_CHUNKS", 1)
     report = sweep(database, project, embedder)
     assert "analyze" in report.seconds
     row = conn.execute(

@@ -19,14 +19,13 @@ from psycopg import sql as pgsql
 
 import indexer.sweep
 from chunkers import ChunkerConfig
-from indexer import store
-from indexer.db import Database
-from indexer.embedders import make_embedder
-from indexer.prepare import Prepared, failed_in_worker, prepare_in_worker
+from indexer.db import Database, store
+from indexer.embed import make_embedder
 from indexer.project import Project, Root
 from indexer.sweep import SweepOptions, sweep_project
-from indexer.walk import Candidate
-from indexer.workers import ProcessMap, WorkersUnavailable
+from indexer.sweep.prepare import Prepared, failed_in_worker, prepare_in_worker
+from indexer.sweep.walk import Candidate
+from indexer.sweep.workers import ProcessMap, WorkersUnavailable
 
 __all__ = ["ollama_standin"]
 
@@ -100,7 +99,7 @@ def test_the_bulk_load_writes_exactly_the_rows_of_the_per_file_path(
     ollama_standin: OllamaStandin,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(indexer.sweep, "BULK_LOAD_FILES", 1)  # the fixture tree is small
+    monkeypatch.setattr(indexer.sweep.run, "BULK_LOAD_FILES", 1)  # the fixture tree is small
     ollama_standin.poison = {"POISON"}
     per_file = Project(project_name, (Root(corpus, "corpus"),))
     bulk = Project(f"{project_name}_bulk", (Root(corpus, "corpus"),))
@@ -157,7 +156,7 @@ def test_a_refused_bulk_batch_is_written_file_by_file(
 ) -> None:
     """A row the database refuses undoes the COPY of its batch; the batch then goes in file
     by file, so only the file at fault fails."""
-    monkeypatch.setattr(indexer.sweep, "BULK_LOAD_FILES", 1)
+    monkeypatch.setattr(indexer.sweep.run, "BULK_LOAD_FILES", 1)
     project = Project(project_name, (Root(corpus, "corpus"),))
     store.ensure_project(conn, project_name)
     # A rule the product does not have: no chunk may hold the word "Invoice".

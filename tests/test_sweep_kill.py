@@ -19,9 +19,8 @@ from index_rows import file_chunks, file_symbols
 from ollama_standin import OllamaStandin, ollama_standin
 from psycopg import sql as pgsql
 
-from indexer import store
-from indexer.db import Database
-from indexer.embedders import make_embedder
+from indexer.db import Database, store
+from indexer.embed import make_embedder
 from indexer.project import Project, Root
 from indexer.sweep import SweepOptions, sweep_project
 
@@ -84,7 +83,7 @@ def test_killed_sweep_leaves_files_whole_and_the_next_sweep_converges(
         f"""
         from pathlib import Path
         from indexer.db import Database
-        from indexer.embedders import make_embedder
+        from indexer.embed import make_embedder
         from indexer.project import Project, Root
         from indexer.sweep import SweepOptions, sweep_project
         db = Database({database.dsn!r}, Path(".")).open()
@@ -177,10 +176,10 @@ def test_a_bulk_sweep_killed_during_copy_or_index_build_leaves_files_whole_and_c
         from pathlib import Path
         import indexer.sweep
         from indexer.db import Database
-        from indexer.embedders import make_embedder
+        from indexer.embed import make_embedder
         from indexer.project import Project, Root
         from indexer.sweep import SweepOptions, sweep_project
-        indexer.sweep.BULK_LOAD_FILES = 1  # {FILES} files into an empty project: a bulk load
+        indexer.sweep.run.BULK_LOAD_FILES = 1  # {FILES} files into an empty project: a bulk load
         db = Database({database.dsn!r}, Path(".")).open()
         project = Project({project_name!r}, (Root(Path({str(tree)!r}), "tree"),))
         embedder = make_embedder("ollama", "nomic-embed-text:v1.5", {ollama_standin.url!r})

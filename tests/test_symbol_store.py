@@ -13,9 +13,8 @@ from index_rows import execute, file_symbols
 from ollama_standin import OllamaStandin, ollama_standin
 
 from chunkers import CHUNKER_VERSION, chunk_file, lone_definitions
-from indexer import store
-from indexer.db import Database
-from indexer.embedders import make_embedder
+from indexer.db import Database, store
+from indexer.embed import make_embedder
 from indexer.project import Project, Root
 from indexer.sweep import SweepOptions, sweep_project
 

@@ -20,13 +20,11 @@ import pytest
 from index_rows import execute, file_chunks
 from ollama_standin import OllamaStandin, ollama_standin
 
-from indexer import migrations, store
-from indexer.db import Database
-from indexer.embedders import make_embedder
+from indexer.db import Database, migrations, store
+from indexer.embed import make_embedder
 from indexer.project import Project, Root
+from indexer.search import MAX_RESULTS, find_references, find_symbol, grep
 from indexer.sweep import SweepOptions, sweep_project
-from indexer.symbols import find_symbol
-from indexer.textsearch import MAX_RESULTS, find_references, grep
 
 __all__ = ["ollama_standin"]
 

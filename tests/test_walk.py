@@ -6,7 +6,7 @@ import os
 from pathlib import Path
 
 from indexer.project import Project, Root
-from indexer.walk import Candidate, Walker, WalkOptions, walk_project
+from indexer.sweep.walk import Candidate, Walker, WalkOptions, walk_project
 
 
 def make(root: Path, *paths: str, text: str = "x = 1\n") -> None:

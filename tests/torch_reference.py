@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from indexer.embed import (
+from indexer.embed.embedder import (
     PROVIDER_LOCAL,
     EmbedBatchResult,
     EmbeddingModel,

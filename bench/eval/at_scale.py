@@ -40,12 +40,15 @@ from questions_eval import golds_of  # noqa: E402
 from sweep_bench import CORPUS, SITE  # noqa: E402
 
 from chunkers import CHUNKER_VERSION  # noqa: E402
-from indexer import sql, store  # noqa: E402
-from indexer.db import Database  # noqa: E402
-from indexer.embedders import make_embedder  # noqa: E402
+from indexer.db import (  # noqa: E402
+    Database,
+    statements,
+    store,
+)
+from indexer.embed import make_embedder  # noqa: E402
 from indexer.project import Project, Root  # noqa: E402
-from indexer.ranking import DEFAULT_RANKING  # noqa: E402
 from indexer.search import search_code  # noqa: E402
+from indexer.search.fusion import DEFAULT_RANKING  # noqa: E402
 from indexer.sweep import SweepOptions, sweep_project  # noqa: E402
 
 PROJECT = "eval_at_scale"
@@ -88,7 +91,7 @@ def copy_benchmark_index(db: Database) -> None:
                 )
         store.build_bulk_indexes(conn, PROJECT)
         with conn.transaction():
-            conn.execute(store.statement(sql.ANALYZE_CHUNKS, PROJECT))
+            conn.execute(store.statement(statements.ANALYZE_CHUNKS, PROJECT))
 
 
 def main() -> None:

@@ -21,10 +21,10 @@ from typing import Any
 import numpy as np
 from baseline import PlainBaseline
 
-from indexer import candidates, search
 from indexer.embed import EmbedBatchResult, Embedder, EmbeddingModel
 from indexer.project import Project
-from indexer.ranking import DEFAULT_RANKING, Ranking
+from indexer.search import candidates, hybrid
+from indexer.search.fusion import DEFAULT_RANKING, Ranking
 
 TOP_K = 10
 CODE_RAG = {"code-rag keyword": "keyword", "code-rag vector": "vector", "code-rag hybrid": "hybrid"}
@@ -149,7 +149,7 @@ def evaluate(
     for i, g in enumerate(golds, 1):
         for system, mode in CODE_RAG.items():
             t = time.perf_counter()
-            hits = search.search_code(
+            hits = hybrid.search_code(
                 db,
                 project,
                 embedder,

@@ -42,9 +42,10 @@ from index import project_for as docstring_project  # noqa: E402
 
 from chunkers import embedding_text  # noqa: E402
 from chunkers.model import Chunk  # noqa: E402
-from indexer import lexical, rows, store  # noqa: E402
-from indexer.embedders import make_embedder  # noqa: E402
-from indexer.ranking import (  # noqa: E402
+from indexer import lexical  # noqa: E402
+from indexer.db import rows, store  # noqa: E402
+from indexer.embed import make_embedder  # noqa: E402
+from indexer.search.fusion import (  # noqa: E402
     DEFAULT_RANKING,
     Candidates,
     Ranking,

@@ -22,17 +22,23 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parent.parent
 sys.path.insert(0, str(REPO))
 
+import indexer.write as sweep_module  # noqa: E402
 from psycopg import sql as pgsql  # noqa: E402
 
-import indexer.write as sweep_module  # noqa: E402
 from chunkers import Chunk, ChunkerConfig, embedding_text  # noqa: E402
-from indexer import lexical, store  # noqa: E402
-from indexer.db import Database  # noqa: E402
+from indexer import lexical  # noqa: E402
+from indexer.db import (
+    Database,
+    store,
+)
 from indexer.embed import Embedder  # noqa: E402
-from indexer.model_dir import bundled_model_dir, read_manifest  # noqa: E402
+from indexer.embed.model_dir import bundled_model_dir, read_manifest  # noqa: E402
 from indexer.project import Project, Root  # noqa: E402
-from indexer.report import SweepProgress  # noqa: E402
-from indexer.sweep import SweepOptions, sweep_project  # noqa: E402
+from indexer.sweep import (  # noqa: E402
+    SweepOptions,
+    SweepProgress,
+    sweep_project,
+)
 
 CACHE = REPO / "bench" / ".cache" / "eval"
 REPO_LABEL = "stdlib"

@@ -28,8 +28,8 @@ sys.path.insert(0, str(HERE))
 from index import CACHE, copy_project, open_database, prepare_dirs  # noqa: E402
 from psycopg import sql as pgsql  # noqa: E402
 
-from indexer import store  # noqa: E402
-from indexer.ranking import (  # noqa: E402
+from indexer.db import store  # noqa: E402
+from indexer.search.fusion import (  # noqa: E402
     DEFAULT_RANKING,
     Ranking,
     TermStats,

@@ -52,10 +52,12 @@ import score_fusion  # noqa: E402
 from compare import Gold, Scores, product_vector  # noqa: E402
 from score_fusion import Convex, Scored, rank_of, replay_convex  # noqa: E402
 
-from indexer import candidates, lexical, lookup, store  # noqa: E402
-from indexer import ranking as ranking_module  # noqa: E402
-from indexer.embedders import make_embedder  # noqa: E402
-from indexer.ranking import DEFAULT_RANKING, Ranking, lift_named, shaping_rows  # noqa: E402
+from indexer import lexical  # noqa: E402
+from indexer.db import lookup, store  # noqa: E402
+from indexer.embed import make_embedder  # noqa: E402
+from indexer.search import candidates  # noqa: E402
+from indexer.search import fusion as ranking_module  # noqa: E402
+from indexer.search.fusion import DEFAULT_RANKING, Ranking, lift_named, shaping_rows  # noqa: E402
 
 NO_FILTERS = score_fusion.NO_FILTERS
 PRODUCT = Convex(DEFAULT_RANKING.vector_share)

@@ -37,10 +37,12 @@ from compare import (  # noqa: E402
 from index import ensure_index, model_suffix, open_database, prepare_dirs  # noqa: E402
 from questions import Question, ensure_valid  # noqa: E402
 
-from indexer.embed import Embedder  # noqa: E402
-from indexer.embedders import make_embedder  # noqa: E402
+from indexer.embed import (
+    Embedder,
+    make_embedder,
+)
 from indexer.project import Project, Root  # noqa: E402
-from indexer.ranking import DEFAULT_RANKING, Ranking  # noqa: E402
+from indexer.search.fusion import DEFAULT_RANKING, Ranking  # noqa: E402
 
 
 def project_for(

@@ -1,7 +1,7 @@
 """Offline replay of fusion and result shaping over both evals' candidate lists.
 
 Each query of both evals (docstring and developer questions, tuning and test splits) is asked
-once of each ranker, 200 deep, through `indexer.candidates.gather_candidates` on the indexes run.py
+once of each ranker, 200 deep, through `indexer.search.candidates.gather_candidates` on the indexes run.py
 built (run it first); the chunks named and the split definitions they belong to are read once.
 Every variant (rank fusion's weights and depths, each ranker's first candidate lifted to a
 slot, how many fused candidates are shaped, collapse by line overlap or by definition; score
@@ -38,9 +38,10 @@ from index import CACHE, REPO_LABEL, open_database, prepare_dirs  # noqa: E402
 from index import project_for as docstring_project  # noqa: E402
 from questions import ensure_valid  # noqa: E402
 
-from indexer import candidates, rows  # noqa: E402
-from indexer.embedders import make_embedder  # noqa: E402
-from indexer.ranking import (  # noqa: E402
+from indexer.db import rows  # noqa: E402
+from indexer.embed import make_embedder  # noqa: E402
+from indexer.search import candidates  # noqa: E402
+from indexer.search.fusion import (  # noqa: E402
     DEFAULT_RANKING,
     Candidates,
     Ranking,

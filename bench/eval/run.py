@@ -7,7 +7,7 @@ Two evals, both by default (`--eval docstring|questions|both`):
   (questions.py, sources.py, questions_eval.py), reported per language and per kind too.
 Each corpus is indexed through the real sweep with the local model (reused from bench/.cache
 when unchanged); each held-out query is asked in all three modes through
-`indexer.search.search_code`, and of the plain baseline (fixed line windows, BM25 + vectors,
+`indexer.search.hybrid.search_code`, and of the plain baseline (fixed line windows, BM25 + vectors,
 unweighted RRF: baseline.py). Reported: Hit@1/5/10, MRR@10 and code-rag's search latency (query
 vectors are embedded once and cached, so latencies are the search's own).
 
@@ -59,17 +59,20 @@ from index import (  # noqa: E402
     with_definition_terms,
 )
 
-from indexer import candidates, lookup, search  # noqa: E402
-from indexer.embed import Embedder  # noqa: E402
-from indexer.embedders import make_embedder  # noqa: E402
+from indexer.db import lookup  # noqa: E402
+from indexer.embed import (
+    Embedder,
+    make_embedder,
+)
 from indexer.project import Project  # noqa: E402
-from indexer.ranking import DEFAULT_RANKING, Candidates, Ranking, collapse, fuse  # noqa: E402
+from indexer.search import candidates, hybrid  # noqa: E402
+from indexer.search.fusion import DEFAULT_RANKING, Candidates, Ranking, collapse, fuse  # noqa: E402
 
 TOP_K = 10
 GATHER_DEPTH = 200  # candidates per ranker gathered once for tuning and ablations
 
 
-def is_gold(row: dict[str, Any] | search.SearchHit, q: Query) -> bool:
+def is_gold(row: dict[str, Any] | hybrid.SearchHit, q: Query) -> bool:
     """A hit finds the function when it is in its file and holds its def line, or covers at
     least half of its lines (a long function split into pieces is found by its head)."""
     get = row.get if isinstance(row, dict) else lambda k: getattr(row, k)

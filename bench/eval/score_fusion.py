@@ -30,9 +30,9 @@ sys.path.insert(0, str(HERE.parent.parent))
 import replay  # noqa: E402
 from compare import Gold, Scores, first_hit, product_vector  # noqa: E402
 
-from indexer import candidates  # noqa: E402
-from indexer.embedders import make_embedder  # noqa: E402
-from indexer.ranking import (  # noqa: E402
+from indexer.embed import make_embedder  # noqa: E402
+from indexer.search import candidates  # noqa: E402
+from indexer.search.fusion import (  # noqa: E402
     DEFAULT_RANKING,
     Candidates,
     Ranking,

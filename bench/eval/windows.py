@@ -38,9 +38,9 @@ from index import project_for as docstring_project  # noqa: E402
 
 from chunkers import embedding_text  # noqa: E402
 from chunkers.model import Chunk  # noqa: E402
-from indexer import store  # noqa: E402
-from indexer.embed_local import LocalEmbedder  # noqa: E402
-from indexer.ranking import DEFAULT_RANKING  # noqa: E402
+from indexer.db import store  # noqa: E402
+from indexer.embed.local import LocalEmbedder  # noqa: E402
+from indexer.search.fusion import DEFAULT_RANKING  # noqa: E402
 
 CHUNKS = """
 SELECT c.id, f.path, c.symbol, c.kind, coalesce(f.language, 'text'), c.content, c.embedding

@@ -9,7 +9,7 @@ from the model the product ships when its float32 weights are not at hand
 (`train.py --source`). The folder computes what the shipped model computes, less its int8
 rounding of activations: `check` measures how close the two are.
 
-    .venv/bin/python bench/train/dequantize.py indexer/models/code-minilm-l6-v2 \
+    .venv/bin/python bench/train/dequantize.py indexer/embed/models/code-minilm-l6-v2 \
         bench/.cache/train/shipped
 """
 
@@ -82,9 +82,9 @@ def write(model_dir: Path, dest: Path) -> Path:
     import torch
     from sentence_transformers import SentenceTransformer
 
-    from indexer import model_export
+    from indexer.embed import export
 
-    base = model_export.bundled_source_dir()
+    base = export.bundled_source_dir()
     st = SentenceTransformer(str(base), device="cpu")
     bert = st[0].auto_model
     weights = state_dict(model_dir / "model.onnx")
@@ -107,10 +107,10 @@ def check(model_dir: Path, dest: Path) -> tuple[float, float]:
     the exporter's sample texts."""
     from sentence_transformers import SentenceTransformer
 
-    from indexer import model_export
-    from indexer.embed_local import LocalEmbedder
+    from indexer.embed import export
+    from indexer.embed.local import LocalEmbedder
 
-    texts = list(model_export.SAMPLE_TEXTS)
+    texts = list(export.SAMPLE_TEXTS)
     shipped = np.asarray(LocalEmbedder(str(model_dir)).embed_documents(texts).require_all())
     restored = SentenceTransformer(str(dest), device="cpu").encode(texts, normalize_embeddings=True)
     cos = (shipped * restored).sum(axis=1)

@@ -183,7 +183,7 @@ def main(argv: list[str] | None = None) -> None:
         return
     from transformers import AutoModel, AutoTokenizer
 
-    from indexer.model_export import resolve_source
+    from indexer.embed.export import resolve_source
 
     source = resolve_source(args.model)
     model = AutoModel.from_pretrained(source).to(args.device)

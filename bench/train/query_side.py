@@ -43,8 +43,8 @@ import question_pairs  # noqa: E402
 from compare import Gold  # noqa: E402
 from training_corpus import CACHE  # noqa: E402
 
-from indexer import candidates  # noqa: E402
-from indexer.embedders import make_embedder  # noqa: E402
+from indexer.embed import make_embedder  # noqa: E402
+from indexer.search import candidates  # noqa: E402
 
 PAIRS = CACHE / "pairs.jsonl"
 VECTORS = CACHE / "query-side-vectors.npz"
@@ -140,7 +140,7 @@ def train_tower(out: Path, epochs: int = 2, lr: float = 5e-5, batch: int = 64) -
     import torch
     from transformers import AutoModel, AutoTokenizer
 
-    from indexer.model_export import BUNDLED_SOURCE, resolve_source
+    from indexer.embed.export import BUNDLED_SOURCE, resolve_source
 
     torch.manual_seed(SEED)
     pairs, _, targets = load_pairs()

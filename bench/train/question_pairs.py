@@ -128,7 +128,7 @@ def question_pairs(questions: list[TrainQuestion]) -> list[Pair]:
     """Each question, as the vector side embeds it (its opening left out:
     `candidates.vector_query`), paired with its definition as the chunker embeds it (as
     `pairs.py`)."""
-    from indexer.candidates import vector_query
+    from indexer.search.candidates import vector_query
 
     out = []
     for q in questions:

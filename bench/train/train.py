@@ -19,7 +19,7 @@ curve, the probes and the time taken.
     ./bld model export bench/.cache/train/model bench/.cache/train/model-int8 --int8 \
         --name code-minilm-l6-v2-int8
 
-The defaults are the recipe of the shipped model (indexer/models/code-minilm-l6-v2, whose
+The defaults are the recipe of the shipped model (indexer/embed/models/code-minilm-l6-v2, whose
 `training.json` is that run's record): batch 64, three epochs, lr 2e-5, code cut at 256 tokens.
 
 Needs torch and transformers (the `export` extra has both), and nothing else of the product's
@@ -157,7 +157,7 @@ def main(argv: list[str] | None = None) -> None:
     device = torch.device(args.device)
     source = Path(args.source)
     if not source.is_dir():
-        from indexer.model_export import resolve_source
+        from indexer.embed.export import resolve_source
 
         source = resolve_source(args.source)
     tokenizer = AutoTokenizer.from_pretrained(source)

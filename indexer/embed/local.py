@@ -1,9 +1,9 @@
 """The local embedder: an ONNX model run in this process by ONNX Runtime, fully offline.
 
 The default model is code-minilm-l6-v2 (384-d: all-MiniLM-L6-v2 tuned on code, see
-docs/model-card.md), exported to int8 and shipped inside this package (`indexer/models/`, with
-all-MiniLM-L6-v2 itself); any directory written by `./bld model export` can be configured instead
-(see `indexer/model_dir.py`). Nothing here imports torch: `onnxruntime`, `tokenizers` and numpy
+docs/model-card.md), exported to int8 and shipped inside this package (`indexer/embed/models/`,
+with all-MiniLM-L6-v2 itself); any directory written by `./bld model export` can be configured
+instead (see `model_dir.py`). Nothing here imports torch: `onnxruntime`, `tokenizers` and numpy
 are all it takes, and they are imported only when the model is first used. The identity comes
 from the model's manifest, so a sweep with nothing to embed never loads the model.
 
@@ -35,7 +35,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from indexer.embed import (
+from indexer.embed.embedder import (
     PROVIDER_LOCAL,
     EmbedBatchResult,
     EmbeddingModel,
@@ -44,8 +44,7 @@ from indexer.embed import (
     check_labels,
     label_for,
 )
-from indexer.errors import EmbedderUnavailable, InvalidArgument, ModelNotFound
-from indexer.model_dir import (
+from indexer.embed.model_dir import (
     DEFAULT_LOCAL_MODEL,
     MODEL_FILE,
     TOKENIZER_FILE,
@@ -53,6 +52,7 @@ from indexer.model_dir import (
     read_manifest,
     resolve_model_dir,
 )
+from indexer.errors import EmbedderUnavailable, InvalidArgument, ModelNotFound
 
 __all__ = ["DEFAULT_LOCAL_MODEL", "LocalEmbedder", "ModelRuntime", "default_threads"]
 

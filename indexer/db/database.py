@@ -24,7 +24,7 @@ from pgvector.psycopg import register_vector
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from psycopg_pool import ConnectionPool, PoolTimeout
 
-from indexer import sql
+from indexer.db import statements
 from indexer.errors import DatabaseError, ExtensionMissing, PgvectorMissing
 
 log = logging.getLogger("code_rag.db")
@@ -88,9 +88,9 @@ def start_embedded(data_dir: Path) -> str:
         ) from None
     admin_dsn = server.get_uri()
     with psycopg.connect(admin_dsn, autocommit=True) as conn:
-        exists = conn.execute(sql.DATABASE_EXISTS, {"name": EMBEDDED_DATABASE}).fetchone()
+        exists = conn.execute(statements.DATABASE_EXISTS, {"name": EMBEDDED_DATABASE}).fetchone()
         if not exists:
-            conn.execute(sql.create_database(EMBEDDED_DATABASE))
+            conn.execute(statements.create_database(EMBEDDED_DATABASE))
     return make_conninfo(admin_dsn, dbname=EMBEDDED_DATABASE)
 
 
@@ -135,13 +135,13 @@ def _tune_embedded(admin_dsn: str, pgdata: Path) -> bool:
     restart = False
     with psycopg.connect(admin_dsn, autocommit=True) as conn:
         for name, value in wanted.items():
-            row = conn.execute(sql.PERSISTED_SETTING, {"name": name}).fetchone()
+            row = conn.execute(statements.PERSISTED_SETTING, {"name": name}).fetchone()
             if row is not None and row[0] == value:
                 continue
-            conn.execute(sql.alter_system(name, value))
-            context = conn.execute(sql.SETTING_CONTEXT, {"name": name}).fetchone()
+            conn.execute(statements.alter_system(name, value))
+            context = conn.execute(statements.SETTING_CONTEXT, {"name": name}).fetchone()
             restart = restart or (context is not None and context[0] == "postmaster")
-        conn.execute(sql.RELOAD_CONFIG)
+        conn.execute(statements.RELOAD_CONFIG)
     return restart
 
 
@@ -224,20 +224,20 @@ def prepare_database(dsn: str) -> tuple[str, str]:
         mapped_errors(f"connecting to {where}"),
         psycopg.connect(dsn, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S) as conn,
     ):
-        pg_version = conn.execute(sql.SERVER_VERSION).fetchone()[0]  # type: ignore[index]
-        installed = conn.execute(sql.PGVECTOR_INSTALLED).fetchone()
+        pg_version = conn.execute(statements.SERVER_VERSION).fetchone()[0]  # type: ignore[index]
+        installed = conn.execute(statements.PGVECTOR_INSTALLED).fetchone()
         if installed is None:
-            available = conn.execute(sql.PGVECTOR_AVAILABLE).fetchone()
+            available = conn.execute(statements.PGVECTOR_AVAILABLE).fetchone()
             if available is None:
                 raise PgvectorMissing(f"PostgreSQL at {where} has no pgvector: {PGVECTOR_HELP}")
             try:
-                conn.execute(sql.CREATE_PGVECTOR)
+                conn.execute(statements.CREATE_PGVECTOR)
             except psycopg.errors.InsufficientPrivilege:
                 raise PgvectorMissing(
                     f"pgvector is available at {where} but not enabled, and this user may not "
                     "enable it: run `CREATE EXTENSION vector;` there as a superuser"
                 ) from None
-            installed = conn.execute(sql.PGVECTOR_INSTALLED).fetchone()
+            installed = conn.execute(statements.PGVECTOR_INSTALLED).fetchone()
         assert installed is not None
         vector_version = str(installed[0])
         if _version_tuple(vector_version) < MIN_PGVECTOR:
@@ -251,9 +251,9 @@ def prepare_database(dsn: str) -> tuple[str, str]:
 
 def _ensure_pg_trgm(conn: psycopg.Connection[Any], where: str) -> None:
     """pg_trgm backs symbol look-up and exact-text search: enable it, or say what is missing."""
-    if conn.execute(sql.PG_TRGM_INSTALLED).fetchone() is not None:
+    if conn.execute(statements.PG_TRGM_INSTALLED).fetchone() is not None:
         return
-    if conn.execute(sql.PG_TRGM_AVAILABLE).fetchone() is None:
+    if conn.execute(statements.PG_TRGM_AVAILABLE).fetchone() is None:
         raise ExtensionMissing(
             f"PostgreSQL at {where} lacks the pg_trgm extension (symbol and text search need "
             "it): install the server's contrib package (e.g. `apt install postgresql-contrib`) "
@@ -261,7 +261,7 @@ def _ensure_pg_trgm(conn: psycopg.Connection[Any], where: str) -> None:
             "the embedded server"
         )
     try:
-        conn.execute(sql.CREATE_PG_TRGM)
+        conn.execute(statements.CREATE_PG_TRGM)
     except psycopg.errors.InsufficientPrivilege:
         raise ExtensionMissing(
             f"pg_trgm is available at {where} but not enabled, and this user may not enable "
@@ -376,7 +376,7 @@ class Database:
         `timeout_ms` (for the transaction it runs in only), so a request never hangs on a
         stuck database. Sweeps use `connection()`: index builds may take minutes."""
         with self.connection(what) as conn:
-            conn.execute(sql.SET_STATEMENT_TIMEOUT, {"ms": str(timeout_ms)})
+            conn.execute(statements.SET_STATEMENT_TIMEOUT, {"ms": str(timeout_ms)})
             yield conn
 
     def __enter__(self) -> Database:

@@ -18,20 +18,19 @@ from pathlib import Path
 from typing import Any
 
 from chunkers.detect import KNOWN_LANGUAGES
-from indexer import clock, lookup, rows, store, truncate
-from indexer.candidates import (
+from indexer import clock, truncate
+from indexer.db import Database, lookup, rows, store
+from indexer.embed import Embedder, EmbeddingModel, ensure_same_model
+from indexer.errors import InvalidArgument
+from indexer.project import Project, root_problem
+from indexer.search.candidates import (
     DEFAULT_EF_SEARCH,
     SYMBOL_QUERY_RE,
     other_candidates,
     vector_param,
     vector_query,
 )
-from indexer.db import Database
-from indexer.embed import Embedder, EmbeddingModel, ensure_same_model
-from indexer.errors import InvalidArgument
-from indexer.project import Project
-from indexer.query_cache import QueryVectorCache
-from indexer.ranking import (
+from indexer.search.fusion import (
     DEFAULT_RANKING,
     Candidates,
     Ranking,
@@ -41,7 +40,7 @@ from indexer.ranking import (
     scored,
     shaping_rows,
 )
-from indexer.walk import root_problem
+from indexer.search.query_cache import QueryVectorCache
 
 DEFAULT_TOP_K = 10
 MAX_TOP_K = 50

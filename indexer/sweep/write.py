@@ -20,11 +20,11 @@ import numpy as np
 import psycopg
 
 from chunkers import embedding_text
-from indexer import bulk, store
+from indexer.db import bulk, store
 from indexer.embed import Embedder
 from indexer.errors import RagError
-from indexer.prepare import Batch, Prepared
-from indexer.report import SweepReport
+from indexer.sweep.prepare import Batch, Prepared
+from indexer.sweep.report import SweepReport
 
 log = logging.getLogger("code_rag.sweep")
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from indexer.embed import DEFAULT_PROVIDER, PROVIDER_LOCAL, PROVIDER_OLLAMA, Embedder
+from indexer.embed.embedder import DEFAULT_PROVIDER, PROVIDER_LOCAL, PROVIDER_OLLAMA, Embedder
 from indexer.errors import ConfigError
 
 
@@ -21,11 +21,11 @@ def make_embedder(
     embedder's constructor (prefixes, batch sizes, byte budgets, timeouts)."""
     name = (provider or DEFAULT_PROVIDER).strip().lower()
     if name == PROVIDER_OLLAMA:
-        from indexer.embed_ollama import OllamaEmbedder
+        from indexer.embed.ollama import OllamaEmbedder
 
         return OllamaEmbedder(model=model, host=host, **options)
     if name == PROVIDER_LOCAL:
-        from indexer.embed_local import LocalEmbedder
+        from indexer.embed.local import LocalEmbedder
 
         return LocalEmbedder(model=model, **options)
     raise ConfigError(

@@ -19,7 +19,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from indexer import lexical, lookup, rows, store
+from indexer import lexical
+from indexer.db import lookup, rows, store
 
 RRF_K = 60
 

@@ -16,9 +16,9 @@ from typing import Any
 
 from psycopg import sql as pgsql
 
-from indexer import sql_bulk, store
+from indexer.db import statements, store
+from indexer.db.rows import ChunkRow, FileRecord, SymbolRow
 from indexer.project import validate_project_name
-from indexer.rows import ChunkRow, FileRecord, SymbolRow
 
 
 @dataclass(frozen=True)
@@ -36,7 +36,7 @@ def next_ids(conn: store.Conn, project: str, table: str, n: int) -> list[int]:
     if n <= 0:
         return []
     qualified = pgsql.Identifier(validate_project_name(project), table).as_string(conn)
-    rows = conn.execute(sql_bulk.NEXT_IDS, {"table": qualified, "n": n}).fetchall()
+    rows = conn.execute(statements.NEXT_IDS, {"table": qualified, "n": n}).fetchall()
     return sorted(row[0] for row in rows)
 
 
@@ -47,8 +47,8 @@ def load_files(conn: store.Conn, project: str, files: Sequence[NewFile]) -> list
     with conn.transaction(), conn.cursor() as cur:
         file_ids = next_ids(conn, project, "rag_file", len(files))
         chunk_ids = next_ids(conn, project, "rag_chunk", sum(len(f.chunks) for f in files))
-        with cur.copy(store.statement(sql_bulk.COPY_FILES, project)) as copy:
-            copy.set_types(sql_bulk.COPY_FILES_TYPES)
+        with cur.copy(store.statement(statements.COPY_FILES, project)) as copy:
+            copy.set_types(statements.COPY_FILES_TYPES)
             for file_id, f in zip(file_ids, files, strict=True):
                 r = f.record
                 copy.write_row(
@@ -81,10 +81,10 @@ def _load_chunks(
     file_ids: list[int],
     ids_by_file: list[list[int]],
 ) -> None:
-    cur.execute(sql_bulk.DROP_CHUNK_STAGING)
-    cur.execute(sql_bulk.CREATE_CHUNK_STAGING)
-    with cur.copy(sql_bulk.COPY_CHUNK_STAGING) as copy:
-        copy.set_types(sql_bulk.COPY_CHUNK_STAGING_TYPES)
+    cur.execute(statements.DROP_CHUNK_STAGING)
+    cur.execute(statements.CREATE_CHUNK_STAGING)
+    with cur.copy(statements.COPY_CHUNK_STAGING) as copy:
+        copy.set_types(statements.COPY_CHUNK_STAGING_TYPES)
         for file_id, f, ids in zip(file_ids, files, ids_by_file, strict=True):
             for chunk_id, c in zip(ids, f.chunks, strict=True):
                 copy.write_row(
@@ -92,8 +92,8 @@ def _load_chunks(
                      c.content, c.content_sha256, c.embedding, c.symbol_terms, c.path_terms,
                      c.body_terms)
                 )  # fmt: skip
-    cur.execute(store.statement(sql_bulk.INSERT_STAGED_CHUNKS, project))
-    cur.execute(sql_bulk.DROP_CHUNK_STAGING)
+    cur.execute(store.statement(statements.INSERT_STAGED_CHUNKS, project))
+    cur.execute(statements.DROP_CHUNK_STAGING)
 
 
 def _load_symbols(
@@ -103,8 +103,8 @@ def _load_symbols(
     file_ids: list[int],
     ids_by_file: list[list[int]],
 ) -> None:
-    with cur.copy(store.statement(sql_bulk.COPY_SYMBOLS, project)) as copy:
-        copy.set_types(sql_bulk.COPY_SYMBOLS_TYPES)
+    with cur.copy(store.statement(statements.COPY_SYMBOLS, project)) as copy:
+        copy.set_types(statements.COPY_SYMBOLS_TYPES)
         for file_id, f, ids in zip(file_ids, files, ids_by_file, strict=True):
             for s in f.symbols:
                 # As INSERT_SYMBOLS' join: no chunk of that ordinal, no chunk id.
@@ -117,9 +117,7 @@ def _load_symbols(
 
 
 def _load_text(cur: Any, project: str, files: Sequence[NewFile], file_ids: list[int]) -> None:
-    table, columns = store.text_table(project)
-    statement = pgsql.SQL(sql_bulk.COPY_FILE_TEXT).format(table=table, columns=columns)
-    with cur.copy(statement) as copy:  # text format: whatever shape text_rows gives the rows
+    with cur.copy(store.statement(statements.COPY_FILE_TEXT, project)) as copy:  # text format: whatever shape text_rows gives the rows
         for file_id, f in zip(file_ids, files, strict=True):
             if f.text is not None:
                 for row in store.text_rows(file_id, f.text):

@@ -33,15 +33,16 @@ from typing import Any
 import psycopg
 
 from chunkers import CHUNKER_VERSION, ChunkerConfig
-from indexer import clock, store, workers
-from indexer.db import Database, database_error
+from indexer import clock
+from indexer.db import Database, database_error, store
 from indexer.embed import Embedder, EmbeddingModel, needs_reembed, reembed_warning
 from indexer.errors import RagError, SweepRunning
-from indexer.prepare import Batch, Prepared, Preparer
-from indexer.project import Project
-from indexer.report import ProgressCallback, SweepProgress, SweepReport
-from indexer.walk import ROOT_EMPTY, Candidate, Walker, WalkOptions, storable
-from indexer.write import Writer
+from indexer.project import ROOT_EMPTY, Project
+from indexer.sweep import workers
+from indexer.sweep.prepare import Batch, Prepared, Preparer
+from indexer.sweep.report import ProgressCallback, SweepProgress, SweepReport
+from indexer.sweep.walk import Candidate, Walker, WalkOptions, storable
+from indexer.sweep.write import Writer
 
 log = logging.getLogger("code_rag.sweep")
 

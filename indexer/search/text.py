@@ -16,14 +16,11 @@ import re
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from indexer import lookup, store
-from indexer.db import Database
+from indexer.db import BlockMatch, Database, LineMatch, lookup, store
 from indexer.errors import InvalidArgument
-from indexer.needles import leading_options, needles
 from indexer.project import Project
-from indexer.rows import LineMatch
-from indexer.sql_lookup import BlockMatch
-from indexer.symbols import filters
+from indexer.search.needles import leading_options, needles
+from indexer.search.symbols import filters
 
 DEFAULT_MAX_RESULTS = 100
 MAX_RESULTS = 1000

@@ -1,4 +1,4 @@
-"""The store: project schemas and the rows in them, executed from the statements in `sql.py`.
+"""The store: project schemas and the rows in them, executed from the statements in `statements.py`.
 
 One schema per project, created on demand, migrated idempotently, and marked so that nothing we
 did not create is ever listed, altered or dropped. A file and its chunks are written together in
@@ -18,10 +18,8 @@ from psycopg import sql as pgsql
 from psycopg.rows import class_row
 from psycopg.types.json import Jsonb
 
-from indexer import migrations, sql, sql_bulk
-from indexer.errors import ForeignSchema, ProjectNotFound
-from indexer.project import validate_project_name
-from indexer.rows import (
+from indexer.db import migrations, statements
+from indexer.db.rows import (
     ChunkRow,
     FileFailure,
     FileRecord,
@@ -31,6 +29,8 @@ from indexer.rows import (
     SweepRecord,
     SymbolRow,
 )
+from indexer.errors import ForeignSchema, ProjectNotFound
+from indexer.project import validate_project_name
 
 Conn = psycopg.Connection[Any]
 
@@ -69,16 +69,18 @@ def statement(text: str, project: str, **identifiers: Any) -> pgsql.Composed:
 
 def list_projects(conn: Conn) -> list[str]:
     """Names of the schemas we created (carrying our marker), and of nothing else."""
-    rows = conn.execute(sql.LIST_PROJECT_SCHEMAS, {"marker": sql.SCHEMA_MARKER}).fetchall()
+    rows = conn.execute(
+        statements.LIST_PROJECT_SCHEMAS, {"marker": statements.SCHEMA_MARKER}
+    ).fetchall()
     return [row[0] for row in rows]
 
 
 def _schema_state(conn: Conn, name: str) -> str | None:
     """'ours', 'foreign', or None when no schema has that name."""
-    row = conn.execute(sql.SCHEMA_STATE, {"name": name}).fetchone()
+    row = conn.execute(statements.SCHEMA_STATE, {"name": name}).fetchone()
     if row is None:
         return None
-    return "ours" if row[0] == sql.SCHEMA_MARKER else "foreign"
+    return "ours" if row[0] == statements.SCHEMA_MARKER else "foreign"
 
 
 def project_exists(conn: Conn, project: str) -> bool:
@@ -104,22 +106,22 @@ def ensure_project(conn: Conn, project: str) -> list[str]:
     """
     name = validate_project_name(project)
     with conn.transaction():
-        conn.execute(sql.MIGRATION_LOCK, {"key": sql.MIGRATION_LOCK_KEY})
+        conn.execute(statements.MIGRATION_LOCK, {"key": statements.MIGRATION_LOCK_KEY})
         state = _schema_state(conn, name)
         if state == "foreign":
             _require_ours(conn, name)
         if state is None:
-            conn.execute(statement(sql.CREATE_SCHEMA, name))
-            conn.execute(statement(sql.MARK_SCHEMA, name))
-        conn.execute(statement(sql.CREATE_MIGRATION_TABLE, name))
-        done = {row[0] for row in conn.execute(statement(sql.APPLIED_MIGRATIONS, name))}
+            conn.execute(statement(statements.CREATE_SCHEMA, name))
+            conn.execute(statement(statements.MARK_SCHEMA, name))
+        conn.execute(statement(statements.CREATE_MIGRATION_TABLE, name))
+        done = {row[0] for row in conn.execute(statement(statements.APPLIED_MIGRATIONS, name))}
         applied = []
         for migration, steps in migrations.MIGRATIONS:
             if migration in done:
                 continue
             for step in steps:
                 conn.execute(statement(step, name))
-            conn.execute(statement(sql.RECORD_MIGRATION, name), {"name": migration})
+            conn.execute(statement(statements.RECORD_MIGRATION, name), {"name": migration})
             applied.append(migration)
     return applied
 
@@ -128,41 +130,45 @@ def drop_project(conn: Conn, project: str) -> None:
     """Drop a project's schema with everything in it; refuse anything without our marker."""
     name = validate_project_name(project)
     with conn.transaction():
-        conn.execute(sql.MIGRATION_LOCK, {"key": sql.MIGRATION_LOCK_KEY})
+        conn.execute(statements.MIGRATION_LOCK, {"key": statements.MIGRATION_LOCK_KEY})
         _require_ours(conn, name)
-        conn.execute(statement(sql.DROP_SCHEMA, name))
+        conn.execute(statement(statements.DROP_SCHEMA, name))
 
 
 def summary(conn: Conn, project: str) -> ProjectSummary:
     name = validate_project_name(project)
     _require_ours(conn, name)
-    [found] = typed_rows(conn, ProjectSummary, statement(sql.PROJECT_COUNTS, name), {"name": name})
+    [found] = typed_rows(
+        conn, ProjectSummary, statement(statements.PROJECT_COUNTS, name), {"name": name}
+    )
     return found
 
 
 def repo_counts(conn: Conn, project: str) -> list[RepoCounts]:
-    return typed_rows(conn, RepoCounts, statement(sql.REPO_COUNTS, project))
+    return typed_rows(conn, RepoCounts, statement(statements.REPO_COUNTS, project))
 
 
 def failures(conn: Conn, project: str, limit: int = 50) -> list[FileFailure]:
-    return typed_rows(conn, FileFailure, statement(sql.FAILED_FILES, project), {"limit": limit})
+    return typed_rows(
+        conn, FileFailure, statement(statements.FAILED_FILES, project), {"limit": limit}
+    )
 
 
 # --- meta -----------------------------------------------------------------------------------
 
 
 def get_meta(conn: Conn, project: str, key: str) -> Any:
-    row = conn.execute(statement(sql.GET_META, project), {"key": key}).fetchone()
+    row = conn.execute(statement(statements.GET_META, project), {"key": key}).fetchone()
     return None if row is None else row[0]
 
 
 def all_meta(conn: Conn, project: str) -> dict[str, Any]:
-    return dict(conn.execute(statement(sql.ALL_META, project)).fetchall())
+    return dict(conn.execute(statement(statements.ALL_META, project)).fetchall())
 
 
 def set_meta(conn: Conn, project: str, key: str, value: Any) -> None:
     json.dumps(value)  # fail here, with the caller's stack, on values JSON cannot hold
-    conn.execute(statement(sql.SET_META, project), {"key": key, "value": Jsonb(value)})
+    conn.execute(statement(statements.SET_META, project), {"key": key, "value": Jsonb(value)})
 
 
 # --- the embedding column -------------------------------------------------------------------
@@ -172,7 +178,7 @@ def embedding_dimension(conn: Conn, project: str, table: str = "rag_chunk") -> i
     """The dimension `table`'s embedding column is typed with (None: untyped, no model yet)."""
     name = validate_project_name(project)
     qualified = pgsql.Identifier(name, table).as_string(conn)
-    row = conn.execute(sql.EMBEDDING_DIMENSION, {"table": qualified}).fetchone()
+    row = conn.execute(statements.EMBEDDING_DIMENSION, {"table": qualified}).fetchone()
     return None if row is None else row[0]
 
 
@@ -187,25 +193,27 @@ def set_embedding_dimension(conn: Conn, project: str, dim: int) -> bool:
     """
     if not isinstance(dim, int) or not 1 <= dim <= 16000:
         raise ValueError(f"an embedding dimension must be 1..16000, got {dim!r}")
-    current = {table: embedding_dimension(conn, project, table) for table in sql.VECTOR_TABLES}
+    current = {
+        table: embedding_dimension(conn, project, table) for table in statements.VECTOR_TABLES
+    }
     if all(d == dim for d in current.values()):
         build_bulk_indexes(conn, project)  # a sweep killed during a bulk load left none
         return False
     with conn.transaction():
         if current["rag_chunk"] != dim:
-            conn.execute(statement(sql.DROP_HNSW, project))
-            conn.execute(statement(sql.DELETE_ALL_FILES, project))
-        conn.execute(statement(sql.DROP_SYMBOL_HNSW, project))
+            conn.execute(statement(statements.DROP_HNSW, project))
+            conn.execute(statement(statements.DELETE_ALL_FILES, project))
+        conn.execute(statement(statements.DROP_SYMBOL_HNSW, project))
         for table, d in current.items():
             if d != dim:
                 conn.execute(
-                    pgsql.SQL(sql.SET_EMBEDDING_TYPE).format(
+                    pgsql.SQL(statements.SET_EMBEDDING_TYPE).format(
                         schema=pgsql.Identifier(validate_project_name(project)),
                         table=pgsql.Identifier(table),
                         dim=pgsql.Literal(dim),
                     )
                 )
-        for step in (sql.CREATE_HNSW, sql.CREATE_SYMBOL_HNSW):
+        for step in (statements.CREATE_HNSW, statements.CREATE_SYMBOL_HNSW):
             conn.execute(statement(step, project))
     return current["rag_chunk"] not in (None, dim)
 
@@ -215,10 +223,10 @@ def drop_bulk_indexes(conn: Conn, project: str, secondary: bool = True) -> None:
     several times faster than inserting into them row by row), and with `secondary` the
     keyword and symbol indexes too; searches meanwhile scan."""
     steps = [
-        sql.DROP_HNSW,
-        sql.DROP_SYMBOL_HNSW,
-        *sql.DROP_TRGM,
-        *(sql_bulk.DROP_SECONDARY if secondary else []),
+        statements.DROP_HNSW,
+        statements.DROP_SYMBOL_HNSW,
+        *statements.DROP_TRGM,
+        *(statements.DROP_SECONDARY if secondary else []),
     ]
     with conn.transaction():
         for step in steps:
@@ -242,39 +250,41 @@ def build_bulk_indexes(
 
 def _build_indexes(conn: Conn, project: str, memory: str, workers: int | None) -> None:
     with conn.transaction():
-        conn.execute(sql.SET_BUILD_MEMORY, {"mem": memory})
+        conn.execute(statements.SET_BUILD_MEMORY, {"mem": memory})
         if workers is not None:
-            conn.execute(sql_bulk.SET_BUILD_WORKERS, {"workers": str(workers)})
+            conn.execute(statements.SET_BUILD_WORKERS, {"workers": str(workers)})
         for step in [
-            sql.CREATE_HNSW,
-            sql.CREATE_SYMBOL_HNSW,
-            *sql.CREATE_TRGM,
-            *sql_bulk.CREATE_SECONDARY,
+            statements.CREATE_HNSW,
+            statements.CREATE_SYMBOL_HNSW,
+            *statements.CREATE_TRGM,
+            *statements.CREATE_SECONDARY,
         ]:
             conn.execute(statement(step, project))
 
 
 def analyze_chunks(conn: Conn, project: str) -> None:
     with conn.transaction():
-        conn.execute(statement(sql.ANALYZE_CHUNKS, project))
+        conn.execute(statement(statements.ANALYZE_CHUNKS, project))
 
 
 def chunk_count(conn: Conn, project: str) -> int:
-    row = conn.execute(statement(sql.COUNT_CHUNKS, project)).fetchone()
+    row = conn.execute(statement(statements.COUNT_CHUNKS, project)).fetchone()
     return int(row[0]) if row else 0
 
 
 def clear_project(conn: Conn, project: str) -> None:
     """Delete every file and chunk row of a project (a full re-embed follows)."""
     with conn.transaction():
-        conn.execute(statement(sql.DELETE_ALL_FILES, project))
+        conn.execute(statement(statements.DELETE_ALL_FILES, project))
 
 
 # --- files and chunks -----------------------------------------------------------------------
 
 
 def file_states(conn: Conn, project: str) -> dict[tuple[str, str], FileState]:
-    states: list[FileState] = typed_rows(conn, FileState, statement(sql.FILE_STATES, project))
+    states: list[FileState] = typed_rows(
+        conn, FileState, statement(statements.FILE_STATES, project)
+    )
     return {(s.repo, s.path): s for s in states}
 
 
@@ -287,7 +297,7 @@ def file_states_at(
         return {}
     params = {"repos": [r for r, _ in pairs], "paths": [p for _, p in pairs]}
     states: list[FileState] = typed_rows(
-        conn, FileState, statement(sql.FILE_STATES_AT, project), params
+        conn, FileState, statement(statements.FILE_STATES_AT, project), params
     )
     return {(s.repo, s.path): s for s in states}
 
@@ -304,7 +314,7 @@ def upsert_file(
     nothing; return its id."""
     with conn.transaction():
         row = conn.execute(
-            statement(sql.UPSERT_FILE, project),
+            statement(statements.UPSERT_FILE, project),
             {
                 "repo": record.repo,
                 "path": record.path,
@@ -320,7 +330,7 @@ def upsert_file(
         if chunks:
             with conn.cursor() as cur:
                 cur.executemany(
-                    statement(sql.UPSERT_CHUNK, project),
+                    statement(statements.UPSERT_CHUNK, project),
                     [
                         {
                             "file_id": file_id,
@@ -340,13 +350,17 @@ def upsert_file(
                     ],
                 )
         conn.execute(
-            statement(sql.DELETE_CHUNKS_FROM, project), {"file_id": file_id, "n": len(chunks)}
+            statement(statements.DELETE_CHUNKS_FROM, project),
+            {"file_id": file_id, "n": len(chunks)},
         )
         _replace_symbols(conn, project, file_id, symbols)
-        conn.execute(statement(sql.DELETE_FILE_TEXT, project), {"file_id": file_id})
+        conn.execute(statement(statements.DELETE_FILE_TEXT, project), {"file_id": file_id})
         blocks = text_rows(file_id, text) if text else []
         if blocks:
-            with conn.cursor() as cur, cur.copy(statement(sql.COPY_FILE_TEXT, project)) as copy:
+            with (
+                conn.cursor() as cur,
+                cur.copy(statement(statements.COPY_FILE_TEXT, project)) as copy,
+            ):
                 for block in blocks:
                     copy.write_row(block)
     return file_id
@@ -365,9 +379,9 @@ def spelled(text: str) -> str:
 
 
 def text_rows(file_id: int, text: str) -> list[tuple[Any, ...]]:
-    """The rows of `sql.FILE_TEXT_TABLE` for one file's text, in `sql.FILE_TEXT_COLUMNS`
-    order: (file_id, start_line, content, spelled content), blocks of whole lines
-    (LF-separated, no trailing newline) of up to `TEXT_BLOCK_CHARS` characters and
+    """The rows of `statements.FILE_TEXT_TABLE` for one file's text, in
+    `statements.FILE_TEXT_COLUMNS` order: (file_id, start_line, content, spelled content),
+    blocks of whole lines (LF-separated, no trailing newline) of up to `TEXT_BLOCK_CHARS` characters and
     `TEXT_BLOCK_LINES` lines; a longer line is a block of its own, never split. Line N of the
     file is line N of the chunks."""
     lines = text.split("\n")
@@ -388,20 +402,14 @@ def text_rows(file_id: int, text: str) -> list[tuple[Any, ...]]:
     return rows
 
 
-def text_table(project: str) -> tuple[pgsql.Composable, pgsql.Composable]:
-    """The file-text table of `project` and its column list, as SQL."""
-    name = validate_project_name(project)
-    table = pgsql.Identifier(name, sql.FILE_TEXT_TABLE)
-    columns = pgsql.SQL(", ").join(pgsql.Identifier(c) for c in sql.FILE_TEXT_COLUMNS)
-    return table, columns
 
 
 def _replace_symbols(conn: Conn, project: str, file_id: int, symbols: Sequence[SymbolRow]) -> None:
-    conn.execute(statement(sql.DELETE_SYMBOLS, project), {"file_id": file_id})
+    conn.execute(statement(statements.DELETE_SYMBOLS, project), {"file_id": file_id})
     if not symbols:
         return
     conn.execute(
-        statement(sql.INSERT_SYMBOLS, project),
+        statement(statements.INSERT_SYMBOLS, project),
         {
             "file_id": file_id,
             "ordinals": [s.ordinal for s in symbols],
@@ -426,7 +434,7 @@ def record_file_error(
     """Note why a file failed; its previous rows (if any) stay as they were."""
     with conn.transaction():
         conn.execute(
-            statement(sql.RECORD_FILE_ERROR, project),
+            statement(statements.RECORD_FILE_ERROR, project),
             {"repo": repo, "path": path, "error": error[:2000], "language": language},
         )
 
@@ -436,14 +444,16 @@ def delete_files(conn: Conn, project: str, ids: Iterable[int]) -> int:
     if not id_list:
         return 0
     with conn.transaction():
-        cur = conn.execute(statement(sql.DELETE_FILES, project), {"ids": id_list})
+        cur = conn.execute(statement(statements.DELETE_FILES, project), {"ids": id_list})
     return cur.rowcount
 
 
 def delete_repos_except(conn: Conn, project: str, repos: Sequence[str]) -> int:
     """Delete the rows of every root no longer configured; return the number of files removed."""
     with conn.transaction():
-        cur = conn.execute(statement(sql.DELETE_REPOS_EXCEPT, project), {"repos": list(repos)})
+        cur = conn.execute(
+            statement(statements.DELETE_REPOS_EXCEPT, project), {"repos": list(repos)}
+        )
     return cur.rowcount
 
 
@@ -451,14 +461,15 @@ def cached_embeddings(conn: Conn, project: str, hashes: Sequence[str]) -> dict[s
     """Stored vectors by content hash, for chunks and definitions already embedded."""
     if not hashes:
         return {}
-    rows = conn.execute(statement(sql.CACHED_EMBEDDINGS, project), {"hashes": list(hashes)})
+    rows = conn.execute(statement(statements.CACHED_EMBEDDINGS, project), {"hashes": list(hashes)})
     return {row[0]: row[1] for row in rows}
 
 
 def touch_file(conn: Conn, project: str, file_id: int, size: int, mtime_ns: int) -> None:
     """Record a new size/mtime for a file whose content hash did not change."""
     conn.execute(
-        statement(sql.TOUCH_FILE, project), {"id": file_id, "size": size, "mtime_ns": mtime_ns}
+        statement(statements.TOUCH_FILE, project),
+        {"id": file_id, "size": size, "mtime_ns": mtime_ns},
     )
 
 
@@ -469,26 +480,28 @@ def try_sweep_lock(conn: Conn, project: str, *, wait: bool = False) -> bool:
     """Take the project's sweep lock on `conn` (an autocommit connection kept for the sweep)."""
     name = validate_project_name(project)
     if wait:
-        conn.execute(sql.SWEEP_LOCK, {"name": name})
+        conn.execute(statements.SWEEP_LOCK, {"name": name})
         return True
-    row = conn.execute(sql.TRY_SWEEP_LOCK, {"name": name}).fetchone()
+    row = conn.execute(statements.TRY_SWEEP_LOCK, {"name": name}).fetchone()
     return bool(row and row[0])
 
 
 def release_sweep_lock(conn: Conn, project: str) -> None:
-    conn.execute(sql.SWEEP_UNLOCK, {"name": validate_project_name(project)})
+    conn.execute(statements.SWEEP_UNLOCK, {"name": validate_project_name(project)})
 
 
 def sweep_running(conn: Conn, project: str) -> bool:
     """Whether any process holds the project's sweep lock right now."""
-    row = conn.execute(sql.SWEEP_LOCK_HELD, {"name": validate_project_name(project)}).fetchone()
+    row = conn.execute(
+        statements.SWEEP_LOCK_HELD, {"name": validate_project_name(project)}
+    ).fetchone()
     return row is not None
 
 
 def start_sweep(conn: Conn, project: str) -> int:
     with conn.transaction():
-        conn.execute(statement(sql.ABANDON_SWEEPS, project))
-        row = conn.execute(statement(sql.START_SWEEP, project)).fetchone()
+        conn.execute(statement(statements.ABANDON_SWEEPS, project))
+        row = conn.execute(statement(statements.START_SWEEP, project)).fetchone()
     assert row is not None
     return int(row[0])
 
@@ -498,10 +511,12 @@ def finish_sweep(
 ) -> None:
     with conn.transaction():
         conn.execute(
-            statement(sql.FINISH_SWEEP, project),
+            statement(statements.FINISH_SWEEP, project),
             {"id": sweep_id, "outcome": outcome, "report": Jsonb(report)},
         )
 
 
 def last_sweeps(conn: Conn, project: str, limit: int = 1) -> list[SweepRecord]:
-    return typed_rows(conn, SweepRecord, statement(sql.LAST_SWEEPS, project), {"limit": limit})
+    return typed_rows(
+        conn, SweepRecord, statement(statements.LAST_SWEEPS, project), {"limit": limit}
+    )

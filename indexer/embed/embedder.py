@@ -162,7 +162,7 @@ class EmbedReport:
 
 @runtime_checkable
 class Embedder(Protocol):
-    """What the sweep and the search use; `indexer.embedders.make_embedder` builds one."""
+    """What the sweep and the search use; `indexer.embed.factory.make_embedder` builds one."""
 
     @property
     def identity(self) -> EmbeddingModel:

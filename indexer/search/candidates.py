@@ -14,8 +14,9 @@ from dataclasses import replace
 from typing import Any
 
 from chunkers.grammars import has_symbols
-from indexer import lexical, lookup, store
-from indexer.ranking import (
+from indexer import lexical
+from indexer.db import lookup, store
+from indexer.search.fusion import (
     DEFAULT_RANKING,
     Candidates,
     Ranking,

@@ -19,10 +19,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from chunkers import Chunk, ChunkerConfig, Symbol, chunk_file, lone_definitions
-from indexer import lexical, store
-from indexer.report import SweepReport
-from indexer.walk import Candidate
-from indexer.workers import ProcessMap, WorkersUnavailable
+from indexer import lexical
+from indexer.db import store
+from indexer.sweep.report import SweepReport
+from indexer.sweep.walk import Candidate
+from indexer.sweep.workers import ProcessMap, WorkersUnavailable
 
 log = logging.getLogger("code_rag.sweep")
 

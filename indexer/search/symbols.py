@@ -12,12 +12,10 @@ import re
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from indexer import lookup, store
-from indexer.db import Database
+from indexer.db import Database, OutlineRow, SymbolHit, lookup, store
 from indexer.errors import InvalidArgument
 from indexer.project import Project
-from indexer.rows import OutlineRow, SymbolHit
-from indexer.search import check_language, glob_to_regex
+from indexer.search.hybrid import check_language, glob_to_regex
 
 MATCH_MODES = ("exact", "prefix", "fuzzy")
 DEFAULT_SYMBOL_LIMIT = 20

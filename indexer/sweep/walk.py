@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pathspec
 
-from indexer.project import Project, Root
+from indexer.project import Project, Root, root_problem
 
 DEFAULT_SKIP_DIRS: tuple[str, ...] = (
     ".git", ".hg", ".svn", "node_modules", "bower_components", "dist", "build", "target", "out",
@@ -58,13 +58,6 @@ NOT_REGULAR = "not a regular file"
 UNREADABLE = "unreadable"
 EMPTY = "empty"
 BINARY_FILE = "binary file"
-
-# Why a root could not be walked. A missing, unreadable or suddenly empty root is *unavailable*
-# (an unmounted disk, a dropped share, a worktree being recreated), never "now empty": the sweep
-# keeps its rows until it is back, leaves the configuration, or a full re-index is asked for.
-ROOT_MISSING = "the folder is missing"
-ROOT_NOT_A_FOLDER = "the path is not a folder"
-ROOT_EMPTY = "the folder is empty"
 
 
 @dataclass(frozen=True)
@@ -107,21 +100,6 @@ class WalkResult:
 def _stored(item: Candidate | Skipped) -> Candidate | Skipped:
     path = storable(item.path)
     return replace(item, path=path) if path != item.path else item
-
-
-def root_problem(path: Path) -> str | None:
-    """Why the root folder at `path` cannot be walked now, or None when it can."""
-    try:
-        with os.scandir(path) as entries:
-            if next(entries, None) is None:
-                return ROOT_EMPTY
-    except FileNotFoundError:
-        return ROOT_MISSING
-    except NotADirectoryError:
-        return ROOT_NOT_A_FOLDER
-    except OSError as exc:
-        return f"the folder cannot be read ({exc.strerror or exc})"
-    return None
 
 
 def storable(rel: str) -> str:

@@ -1,5 +1,5 @@
 """The store's read side for search and navigation: candidates for both rankers, chunks by
-id, symbols, outlines and exact text. Every statement comes from `sql_lookup.py`; rows come
+id, symbols, outlines and exact text. Every statement comes from `queries.py`; rows come
 back as the frozen values of `rows.py`. Writes, schemas and sweep bookkeeping are in
 `store.py`.
 """
@@ -11,9 +11,8 @@ from typing import Any
 
 import psycopg
 
-from indexer import sql_lookup
-from indexer.errors import InvalidArgument
-from indexer.rows import (
+from indexer.db import queries
+from indexer.db.rows import (
     DefinitionPiece,
     IndexedFile,
     LineMatch,
@@ -22,14 +21,15 @@ from indexer.rows import (
     SymbolHit,
     TermStatsRow,
 )
-from indexer.store import Conn, like_escape, spelled, statement, typed_rows
+from indexer.db.store import Conn, like_escape, spelled, statement, typed_rows
+from indexer.errors import InvalidArgument
 
 # --- search --------------------------------------------------------------------------------
 
 
 def term_stats(conn: Conn, project: str) -> TermStatsRow:
     """The planner's statistics of the keyword column (rows -1 before any ANALYZE)."""
-    found = typed_rows(conn, TermStatsRow, sql_lookup.KEYWORD_TERM_STATS, {"schema": project})
+    found = typed_rows(conn, TermStatsRow, queries.KEYWORD_TERM_STATS, {"schema": project})
     return found[0] if found else TermStatsRow(-1.0, None, None)
 
 
@@ -41,7 +41,7 @@ def has_iterative_scan(conn: Conn) -> bool:
     key = conn.info.dsn
     found = _iterative_scan.get(key)
     if found is None:
-        found = conn.execute(sql_lookup.PGVECTOR_HAS_ITERATIVE_SCAN).fetchone() is not None
+        found = conn.execute(queries.PGVECTOR_HAS_ITERATIVE_SCAN).fetchone() is not None
         _iterative_scan[key] = found
     return found
 
@@ -58,14 +58,14 @@ def vector_candidates(
     nearest of each chunk's vectors), best first. Call inside a transaction:
     the `hnsw.*` settings made here last until it ends. Filtered searches scan on until enough
     rows pass (pgvector >= 0.8's iterative scans), so a filter does not thin the list out."""
-    conn.execute(sql_lookup.SET_EF_SEARCH, {"ef": str(max(ef_search, limit))})
+    conn.execute(queries.SET_EF_SEARCH, {"ef": str(max(ef_search, limit))})
     if any(filters.values()) and has_iterative_scan(conn):
-        conn.execute(sql_lookup.SET_ITERATIVE_SCAN)
+        conn.execute(queries.SET_ITERATIVE_SCAN)
     # Never prepared: after a few runs on one connection PostgreSQL would switch a prepared
     # statement to its generic plan, which sorts the whole table by distance (≈ 0.7 s at 100k
     # chunks, against ≈ 5 ms through the HNSW index); planning it each time costs ≈ 0.2 ms.
     rows = conn.execute(
-        statement(sql_lookup.VECTOR_CANDIDATES, project),
+        statement(queries.VECTOR_CANDIDATES, project),
         {**filters, "vector": vector, "limit": limit},
         prepare=False,
     ).fetchall()
@@ -78,9 +78,7 @@ def keyword_candidates(
     """Chunk ids with their keyword score, best first: the idf-weighted ranker over `terms`
     query terms, or the plain OR ranker when `terms` is None. Never prepared: how many rows a
     tsquery matches decides the plan (index or scan), and a generic plan scans whole tables."""
-    text = (
-        sql_lookup.KEYWORD_CANDIDATES if terms is None else sql_lookup.keyword_candidates_idf(terms)
-    )
+    text = queries.KEYWORD_CANDIDATES if terms is None else queries.keyword_candidates_idf(terms)
     rows = conn.execute(statement(text, project), params, prepare=False).fetchall()
     return [(r[0], float(r[1])) for r in rows]
 
@@ -88,7 +86,7 @@ def keyword_candidates(
 def symbol_matches(conn: Conn, project: str, symbol: str, filters: Mapping[str, Any]) -> list[int]:
     """Chunks named `symbol` (`Invoice.total` or its last part), shortest name first."""
     rows = conn.execute(
-        statement(sql_lookup.SYMBOL_MATCHES, project), {**filters, "symbol": symbol}
+        statement(queries.SYMBOL_MATCHES, project), {**filters, "symbol": symbol}
     ).fetchall()
     return [r[0] for r in rows]
 
@@ -103,7 +101,7 @@ def symbol_defined_in(
 ) -> list[int]:
     """Chunks holding `term` whose text matches `definition_re` (optionally inside `owner`)."""
     params = {**filters, "term": term, "definition_re": definition_re, "owner": owner}
-    rows = conn.execute(statement(sql_lookup.SYMBOL_DEFINED_IN, project), params).fetchall()
+    rows = conn.execute(statement(queries.SYMBOL_DEFINED_IN, project), params).fetchall()
     return [r[0] for r in rows]
 
 
@@ -114,7 +112,7 @@ def verbatim_chunks(
     pattern = "%" + like_escape(text) + "%"
     spelled_pattern = "%" + spelled(text) + "%"
     rows = conn.execute(
-        statement(sql_lookup.VERBATIM_CHUNKS, project),
+        statement(queries.VERBATIM_CHUNKS, project),
         {**filters, "pattern": pattern, "spelled_pattern": spelled_pattern, "limit": limit},
         prepare=False,
     ).fetchall()
@@ -125,7 +123,7 @@ def chunks_by_id(conn: Conn, project: str, ids: Sequence[int]) -> dict[int, Stor
     if not ids:
         return {}
     found: list[StoredChunk] = typed_rows(
-        conn, StoredChunk, statement(sql_lookup.CHUNKS_BY_ID, project), {"ids": list(ids)}
+        conn, StoredChunk, statement(queries.CHUNKS_BY_ID, project), {"ids": list(ids)}
     )
     return {c.chunk_id: c for c in found}
 
@@ -135,7 +133,7 @@ def definition_pieces(conn: Conn, project: str, ids: Sequence[int]) -> dict[int,
     if not ids:
         return {}
     found: list[DefinitionPiece] = typed_rows(
-        conn, DefinitionPiece, statement(sql_lookup.DEFINITION_PIECES, project), {"ids": list(ids)}
+        conn, DefinitionPiece, statement(queries.DEFINITION_PIECES, project), {"ids": list(ids)}
     )
     return {p.chunk_id: p for p in found}
 
@@ -146,12 +144,12 @@ def definition_pieces(conn: Conn, project: str, ids: Sequence[int]) -> dict[int,
 def find_symbols(
     conn: Conn, project: str, where: str, order: str, params: Mapping[str, Any]
 ) -> list[SymbolHit]:
-    """Definitions matching `params` under the condition `where` (see `sql_lookup.find_symbols`).
+    """Definitions matching `params` under the condition `where` (see `queries.find_symbols`).
     Never prepared: a prefix `LIKE` uses its index only when planned with the value."""
     return typed_rows(
         conn,
         SymbolHit,
-        statement(sql_lookup.find_symbols(where, order), project),
+        statement(queries.find_symbols(where, order), project),
         params,
         prepare=False,
     )
@@ -159,23 +157,23 @@ def find_symbols(
 
 def fuzzy_symbols(conn: Conn, project: str, params: Mapping[str, Any]) -> list[SymbolHit]:
     """Definitions whose name is like `params["name"]` (pg_trgm similarity), most similar first
-    (see `sql_lookup.FIND_SYMBOLS_FUZZY`). Never prepared: how many names match decides the plan.
+    (see `queries.FIND_SYMBOLS_FUZZY`). Never prepared: how many names match decides the plan.
     Call inside a transaction: the planner setting made here lasts until it ends."""
-    conn.execute(sql_lookup.PREFER_INDEX_SCANS)
-    query = statement(sql_lookup.FIND_SYMBOLS_FUZZY, project)
+    conn.execute(queries.PREFER_INDEX_SCANS)
+    query = statement(queries.FIND_SYMBOLS_FUZZY, project)
     return typed_rows(conn, SymbolHit, query, params, prepare=False)
 
 
 def indexed_file(conn: Conn, project: str, repo: str, path: str) -> IndexedFile | None:
     found = typed_rows(
-        conn, IndexedFile, statement(sql_lookup.INDEXED_FILE, project), {"repo": repo, "path": path}
+        conn, IndexedFile, statement(queries.INDEXED_FILE, project), {"repo": repo, "path": path}
     )
     return found[0] if found else None
 
 
 def file_symbols(conn: Conn, project: str, file_id: int) -> list[OutlineRow]:
     return typed_rows(
-        conn, OutlineRow, statement(sql_lookup.FILE_SYMBOLS, project), {"file_id": file_id}
+        conn, OutlineRow, statement(queries.FILE_SYMBOLS, project), {"file_id": file_id}
     )
 
 
@@ -186,7 +184,7 @@ def check_regex(conn: Conn, pattern: str) -> None:
     """Refuse a pattern PostgreSQL cannot compile, with its reason. Call it before anything
     else in the transaction: a failed statement ends it."""
     try:
-        conn.execute(sql_lookup.CHECK_REGEX, {"pattern": pattern})
+        conn.execute(queries.CHECK_REGEX, {"pattern": pattern})
     except psycopg.errors.InvalidRegularExpression as exc:
         reason = str(exc).strip().splitlines()[0]
         raise InvalidArgument(
@@ -201,13 +199,13 @@ def grep_lines(
     project: str,
     line_op: str,
     params: Mapping[str, Any],
-    block: sql_lookup.BlockMatch,
+    block: queries.BlockMatch,
     *,
     exclude_definitions: bool = False,
 ) -> list[LineMatch]:
-    """Matching lines, at most `params["limit"]`, in no set order (see `sql_lookup.grep`). Never
+    """Matching lines, at most `params["limit"]`, in no set order (see `queries.grep`). Never
     prepared: whether the trigram index helps depends on the pattern."""
     query = statement(
-        sql_lookup.grep(line_op, block, exclude_definitions=exclude_definitions), project
+        queries.grep(line_op, block, exclude_definitions=exclude_definitions), project
     )
     return typed_rows(conn, LineMatch, query, params, prepare=False)

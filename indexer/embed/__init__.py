@@ -1,0 +1,40 @@
+"""The embedding wing: the embedder interface and the model bookkeeping (`embedder`), the
+local ONNX model (`local`), Ollama (`ollama`), the factory that picks one by provider name,
+the model folder with its manifest, and the exporter (`./bld model export`, the only place
+torch is loaded). Providers are imported on demand: a process that never embeds never loads
+ONNX Runtime.
+"""
+
+from indexer.embed.embedder import (
+    DEFAULT_OLLAMA_HOST,
+    DEFAULT_PROVIDER,
+    PROVIDER_LOCAL,
+    PROVIDER_OLLAMA,
+    PROVIDERS,
+    EmbedBatchResult,
+    Embedder,
+    EmbeddingModel,
+    ensure_same_model,
+    needs_reembed,
+    reembed_warning,
+)
+from indexer.embed.export import BUNDLED_SOURCE, export_model, resolve_source
+from indexer.embed.factory import make_embedder
+
+__all__ = [
+    "BUNDLED_SOURCE",
+    "DEFAULT_OLLAMA_HOST",
+    "DEFAULT_PROVIDER",
+    "PROVIDERS",
+    "PROVIDER_LOCAL",
+    "PROVIDER_OLLAMA",
+    "EmbedBatchResult",
+    "Embedder",
+    "EmbeddingModel",
+    "ensure_same_model",
+    "export_model",
+    "make_embedder",
+    "needs_reembed",
+    "reembed_warning",
+    "resolve_source",
+]
