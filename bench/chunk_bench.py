@@ -1,7 +1,7 @@
 """Chunker throughput over a real tree: files/s, MB/s and peak memory, median of several runs.
 
-    .venv/bin/python bench/chunk_bench.py                       # the venv's site-packages
-    .venv/bin/python bench/chunk_bench.py --root ~/src --runs 5 --threads 2
+    .venv/bin/python -m bench.chunk_bench                       # the venv's site-packages
+    .venv/bin/python -m bench.chunk_bench --root ~/src --runs 5 --threads 2
 
 Every regular file up to --max-bytes (the indexer's default cap) is read and handed to
 `chunk_file`; binary files count (they are refused, which is work too), and the text-only figures
@@ -16,7 +16,6 @@ import argparse
 import os
 import resource
 import statistics
-import sys
 import time
 import tracemalloc
 from collections import Counter
@@ -25,10 +24,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-import machine
-
+from bench import machine
 from chunkers import ChunkerConfig, chunk_file
 
 DEFAULT_ROOT = Path(__file__).resolve().parent.parent / ".venv/lib/python3.11/site-packages"

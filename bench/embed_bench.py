@@ -1,15 +1,15 @@
 """Embedding benchmark: local chunks/s, and what the Ollama batching logic itself costs.
 
-    .venv/bin/python bench/embed_bench.py                  # everything, ~5 minutes on 2 cores
-    .venv/bin/python bench/embed_bench.py --skip-local     # only the Ollama-side figures
+    .venv/bin/python -m bench.embed_bench                  # everything, ~5 minutes on 2 cores
+    .venv/bin/python -m bench.embed_bench --skip-local     # only the Ollama-side figures
 
 Chunks are real code: 40-line windows of the .py files of a few packages in this venv's
 site-packages, spread evenly, the same on every run. The local part times `embed_documents`
-of the bundled all-MiniLM-L6-v2 (int8 ONNX) at several batch sizes, and `embed_query`; the
-comparison with the torch path is bench/embed_compare.py. The Ollama part runs against the test
-stand-in (tests/ollama_standin.py, which hashes trigrams instead of running a model), so it
-measures the client: `OllamaEmbedder.embed_documents` against raw `ollama.Client.embed` calls on
-the same batches, and `pack_batches` alone. Figures are medians of --repeats runs.
+of the bundled all-MiniLM-L6-v2 (int8 ONNX) at several batch sizes, and `embed_query`. The
+Ollama part runs against the test stand-in (tests/ollama_standin.py, which hashes trigrams
+instead of running a model), so it measures the client: `OllamaEmbedder.embed_documents`
+against raw `ollama.Client.embed` calls on the same batches, and `pack_batches` alone. Figures
+are medians of --repeats runs.
 """
 
 from __future__ import annotations
@@ -22,12 +22,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
-
-import machine  # noqa: E402  (bench/machine.py, beside this script)
-
-from indexer.embed.embedder import pack_batches, utf8_len  # noqa: E402
+from bench import machine
+from indexer.embed.embedder import pack_batches, utf8_len
 
 PACKAGES = ("httpx", "ollama", "pydantic", "click", "typer", "jinja2", "litestar", "psycopg")
 WINDOW_LINES = 40
@@ -84,14 +80,13 @@ def bench_local(chunks: list[str], batch_sizes: list[int], repeats: int) -> None
         print(f"| {size} | {len(chunks) / ours:.1f} |")
     query = median_seconds(lambda: embedder.embed_query("parse the config file"), 20)
     print(f"\nlocal embed_query: {query * 1000:.1f} ms (median of 20)")
-    print("torch vs ONNX on the same chunks: bench/embed_compare.py")
 
 
 def bench_ollama(chunks: list[str], repeats: int) -> None:
     import ollama
-    from ollama_standin import OllamaStandin
 
     from indexer.embed.ollama import OllamaEmbedder, checked_vectors
+    from tests.ollama_standin import OllamaStandin
 
     with OllamaStandin() as server:
         embedder = OllamaEmbedder(host=server.url, backoff_seconds=0.0)

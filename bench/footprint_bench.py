@@ -1,7 +1,7 @@
 """What the local embedder costs the commands a person runs: wall time, memory, query latency.
 
-    .venv/bin/python bench/footprint_bench.py                 # all parts, ~5 minutes
-    .venv/bin/python bench/footprint_bench.py --part cli --runs 7
+    .venv/bin/python -m bench.footprint_bench                 # all parts, ~5 minutes
+    .venv/bin/python -m bench.footprint_bench --part cli --runs 7
 
 On the demo project (`./bld init`'s: this checkout's README, docs and packages), in a scratch
 folder with its own application.ini and embedded PostgreSQL, default [embedding] (provider =
@@ -32,13 +32,12 @@ import threading
 import time
 from pathlib import Path
 
+import httpx
+
+from bench import machine
+from rag_server.config import DEMO_PROJECT, load_settings, write_initial_config
+
 ROOT = Path(__file__).resolve().parent.parent
-sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
-
-import httpx  # noqa: E402
-import machine  # noqa: E402
-
-from rag_server.config import DEMO_PROJECT, load_settings, write_initial_config  # noqa: E402
 
 QUERIES = [
     "where are files hashed",

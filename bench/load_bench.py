@@ -13,8 +13,8 @@ Each worker loops until the time is up or it has sent --max-requests: 70 % `sear
 projects. An error is any answer that is not HTTP 200 with a result whose `isError` is false,
 or a hit from the other project. Bounded in time and count; binds only to 127.0.0.1.
 
-    .venv/bin/python bench/load_bench.py                         # 8 clients, 30 s
-    .venv/bin/python bench/load_bench.py --clients 16 --seconds 60
+    .venv/bin/python -m bench.load_bench                         # 8 clients, 30 s
+    .venv/bin/python -m bench.load_bench --clients 16 --seconds 60
 """
 
 from __future__ import annotations
@@ -31,25 +31,21 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+import httpx
+
+from bench.machine import describe
+from bench.served import TOKEN, ServerThread, bench_settings, stop_embedded
+from indexer.db import Database
+from indexer.embed import make_embedder
+from indexer.project import Project, Root
+from indexer.sweep import sweep_project
+from rag_server.app import create_app
+from rag_server.config import EmbeddingSettings
+from tests.ollama_standin import OllamaStandin
+
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "tests"))
-
-import httpx  # noqa: E402
-from machine import describe  # noqa: E402
-from ollama_standin import OllamaStandin  # noqa: E402
-from server_fixtures import (  # noqa: E402
-    TOKEN,
-    ServerThread,
-    server_settings,
-    standin_embedder,
-)
-
-from indexer.db import Database  # noqa: E402
-from indexer.project import Project, Root  # noqa: E402
-from indexer.sweep import sweep_project  # noqa: E402
-from rag_server.app import create_app  # noqa: E402
+STANDIN_MODEL = "nomic-embed-text:v1.5"  # a model the stand-in serves
 
 QUERIES = [
     "where the sweep takes its advisory lock",
@@ -189,11 +185,16 @@ def main() -> None:
                 ),
             )
             tests = Project("load_tests", (Root((ROOT / "tests").resolve(), "tests"),))
-            embedder = standin_embedder(standin)
+            embedder = make_embedder("ollama", STANDIN_MODEL, standin.url)
             for project in (code, tests):
                 report = sweep_project(db, project, embedder)
                 print(f"indexed {project.name}: {report.files_changed} files", file=sys.stderr)
-            settings = server_settings(data, {code.name: code, tests.name: tests}, standin, db.dsn)
+            settings = bench_settings(
+                data / "db",
+                {code.name: code, tests.name: tests},
+                embedding=EmbeddingSettings("ollama", STANDIN_MODEL, standin.url),
+                dsn=db.dsn,
+            )
             app = create_app(settings, database=db, embedder=embedder, schedule=False)
             with ServerThread(app) as server:
                 until = time.monotonic() + args.seconds
@@ -216,8 +217,6 @@ def main() -> None:
             report_figures(args, workers, elapsed, outcomes)
     finally:
         db.close()
-        from conftest import stop_embedded
-
         stop_embedded(data / "db")
         shutil.rmtree(data, ignore_errors=True)
 

@@ -9,8 +9,8 @@ rebuilds its indexes, analyses it, and times each navigation function as the ser
 (a pooled connection per call, statement timeout included) on names and strings drawn from the
 index itself.
 
-    .venv/bin/python bench/nav_bench.py                   # both parts
-    .venv/bin/python bench/nav_bench.py --part 2 --target 100000 --queries 300
+    .venv/bin/python -m bench.nav_bench                   # both parts
+    .venv/bin/python -m bench.nav_bench --part 2 --target 100000 --queries 300
 """
 
 from __future__ import annotations
@@ -20,31 +20,29 @@ import random
 import re
 import shutil
 import statistics
-import sys
 import tempfile
 import time
 import warnings
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent))
-sys.path.insert(0, str(HERE))
+from psycopg import sql as pgsql
 
-import machine  # noqa: E402
-from psycopg import sql as pgsql  # noqa: E402
-from sweep_bench import CORPUS as SWEEP_CORPUS  # noqa: E402
-from sweep_bench import ZeroCostEmbedder, fresh, project  # noqa: E402
-
-from indexer.db import (  # noqa: E402
+from bench import machine
+from bench.sweep_bench import CORPUS as SWEEP_CORPUS
+from bench.sweep_bench import ZeroCostEmbedder, fresh, project
+from indexer.db import (
     Database,
     statements,
     store,
 )
-from indexer.project import Project, Root  # noqa: E402
-from indexer.search import find_references, find_symbol, get_outline, grep  # noqa: E402  # noqa: E402
-from indexer.sweep import SweepOptions, sweep_project  # noqa: E402
+from indexer.project import Project, Root
+from indexer.search import find_references, find_symbol, get_outline, grep
+from indexer.sweep import SweepOptions, sweep_project
+
+HERE = Path(__file__).resolve().parent
 
 CORPUS = ("litestar", "psycopg", "mcp", "pygments", "sympy")
 STORE_CORPUS = ("litestar", "psycopg", "mcp")
@@ -70,13 +68,14 @@ def percentile(values: list[float], q: float) -> float:
 def part1(db: Database, runs: int, corpus: tuple[str, ...]) -> None:
     proj = project("bench_nav_store", corpus)
     print(f"\n## Part 1: store time of a first sweep, {', '.join(corpus)}, zero-cost embedder")
-    with_nav, without = [], []
+    with_nav: list[float] = []
+    without: list[float] = []
     saved = (store._replace_symbols, store.text_rows, statements.DELETE_FILE_TEXT)
     for run in range(runs):
         for label, out in (("with symbols + text", with_nav), ("without", without)):
             if label == "without":
-                store._replace_symbols = lambda *a, **k: None  # type: ignore[assignment]
-                store.text_rows = lambda *a, **k: []  # type: ignore[assignment]
+                store._replace_symbols = lambda *a, **k: None
+                store.text_rows = lambda *a, **k: []
                 statements.DELETE_FILE_TEXT = "SELECT %(file_id)s"
             try:
                 fresh(db, proj.name)
@@ -124,7 +123,7 @@ def build_scaled(db: Database, copies: int) -> None:
         with conn.transaction():
             for k in range(copies):
                 off = {"off": k * FILE_STEP, "k": str(k)}
-                statements = [
+                copies_of = [
                     "INSERT INTO {d}.rag_file (id, repo, path, size, mtime_ns, sha256, language,"
                     " chunk_count) SELECT id + %(off)s, repo || '_' || %(k)s, path, size,"
                     " mtime_ns, sha256, language, chunk_count FROM {s}.rag_file",
@@ -141,7 +140,7 @@ def build_scaled(db: Database, copies: int) -> None:
                     " SELECT file_id + %(off)s, start_line, content, spelled"
                     " FROM {s}.rag_text_block",
                 ]
-                for text in statements:
+                for text in copies_of:
                     conn.execute(pgsql.SQL(text).format(d=d, s=s), off)
         print(f"copied {copies} times in {time.perf_counter() - t:.0f} s")
         t = time.perf_counter()
@@ -251,41 +250,41 @@ def part2(db: Database, target: int, queries: int) -> None:
     proj = Project(SCALED, roots)
     q = sample(db, queries, seed=7, copies=copies)
     print("\n| call | n | p50 ms | p95 ms | max ms | goal |\n|---|---|---|---|---|---|")
-    timed("find_symbol exact", [lambda w=w: find_symbol(db, proj, w) for w in q["names"]], 10)
+    timed("find_symbol exact", [partial(find_symbol, db, proj, w) for w in q["names"]], 10)
     timed(
         "find_symbol prefix (3-5 chars)",
-        [lambda w=w: find_symbol(db, proj, w, match="prefix") for w in q["prefixes"]],
+        [partial(find_symbol, db, proj, w, match="prefix") for w in q["prefixes"]],
         10,
     )
     timed(
         "find_symbol fuzzy (a typo)",
-        [lambda w=w: find_symbol(db, proj, w, match="fuzzy") for w in q["typos"]],
+        [partial(find_symbol, db, proj, w, match="fuzzy") for w in q["typos"]],
         30,
     )
-    timed("get_outline", [lambda f=f: get_outline(db, proj, f[0], f[1]) for f in q["files"]], 10)
-    timed("grep literal (3-16 chars)", [lambda p=p: grep(db, proj, p) for p in q["strings"]], 50)
+    timed("get_outline", [partial(get_outline, db, proj, f[0], f[1]) for f in q["files"]], 10)
+    timed("grep literal (3-16 chars)", [partial(grep, db, proj, p) for p in q["strings"]], 50)
     timed(
         "grep literal, ignoring case",
-        [lambda p=p: grep(db, proj, p, case_sensitive=False) for p in q["strings"]],
+        [partial(grep, db, proj, p, case_sensitive=False) for p in q["strings"]],
         50,
     )
-    timed("grep literal, a symbol's name", [lambda w=w: grep(db, proj, w) for w in q["names"]], 50)
+    timed("grep literal, a symbol's name", [partial(grep, db, proj, w) for w in q["names"]], 50)
     timed(
         "grep regex, a name as a whole word",
-        [lambda w=w: grep(db, proj, rf"\m{re.escape(w)}\M", regex=True) for w in q["names"]],
+        [partial(grep, db, proj, rf"\m{re.escape(w)}\M", regex=True) for w in q["names"]],
         50,
     )
     timed(
         "grep regex, a definition of a name",
         [
-            lambda w=w: grep(db, proj, rf"(def|class) +{re.escape(w)}\(", regex=True)
+            partial(grep, db, proj, rf"(def|class) +{re.escape(w)}\(", regex=True)
             for w in q["names"]
         ],
         50,
     )
-    timed("find_references", [lambda w=w: find_references(db, proj, w) for w in q["names"]], 100)
+    timed("find_references", [partial(find_references, db, proj, w) for w in q["names"]], 100)
     common = ["return", "self", "import", "def ", "None"] * 4
-    timed("grep literal, common words", [lambda p=p: grep(db, proj, p) for p in common], 50)
+    timed("grep literal, common words", [partial(grep, db, proj, p) for p in common], 50)
 
 
 def main() -> None:

@@ -1,4 +1,5 @@
-"""Search latency at ~100k chunks of real code: HNSW recall by ef_search, and search_code over HTTP.
+"""Search at ~100k chunks of real code: HNSW recall by ef_search, each candidate list alone,
+and `search_code` over HTTP with the server's memory.
 
 Corpus: the Python packages of bench/sweep_bench.py (transformers, sympy, numpy, pygments,
 litestar, psycopg, mcp from the project's .venv: ≈ 6,200 files, ≈ 105k chunks), indexed once by
@@ -11,11 +12,18 @@ build can be stopped and resumed: what is stored is kept), the remaining chunks 
 of model vectors already stored; the manifest records how many of each. Queries: the docstring
 eval's and the questions eval's (bench/eval), embedded in full by the real default embedder.
 
-    .venv/bin/python bench/search_bench.py build            # index once (an hour or more)
-    .venv/bin/python bench/search_bench.py refill --from-id N   # model vectors for copies
-    .venv/bin/python bench/search_bench.py recall           # recall@10 and latency per ef_search
-    .venv/bin/python bench/search_bench.py lists            # each candidate list timed alone
-    .venv/bin/python bench/search_bench.py server           # search_code over HTTP
+`server` runs the app under uvicorn in this process and sends JSON-RPC `tools/call`s of
+`search_code` over HTTP (httpx); every query is new, so every request embeds its query. The
+server records each query's embedding time, so a request's latency splits into "embed" and
+"rest" (HTTP, guard, JSON-RPC, the database search, result shaping). Memory is the RSS of this
+one process (server, model, bench client): idle after a warm-up, and its peak under load.
+
+    .venv/bin/python -m bench.search_bench build            # index once (an hour or more)
+    .venv/bin/python -m bench.search_bench refill --from-id N   # model vectors for copies
+    .venv/bin/python -m bench.search_bench recall           # recall@10 and latency per ef_search
+    .venv/bin/python -m bench.search_bench lists            # each candidate list timed alone
+    .venv/bin/python -m bench.search_bench server           # search_code over HTTP, memory
+    .venv/bin/python -m bench.search_bench server --ef-search 400,100 --requests 150 --seconds 20
 """
 
 from __future__ import annotations
@@ -25,7 +33,6 @@ import contextlib
 import json
 import random
 import statistics
-import sys
 import tempfile
 import threading
 import time
@@ -34,38 +41,37 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent))
-sys.path.insert(0, str(HERE))
-sys.path.insert(0, str(HERE / "eval"))
-sys.path.insert(0, str(HERE.parent / "tests"))
+import httpx
+import numpy as np
 
-import machine  # noqa: E402  (bench/machine.py, beside this script)
-import numpy as np  # noqa: E402
-from sweep_bench import CORPUS, SITE, project  # noqa: E402
-
-from chunkers import embedding_text  # noqa: E402
-from chunkers.model import Chunk  # noqa: E402
-from indexer.db import (  # noqa: E402
+from bench import machine, served
+from bench.sweep_bench import CORPUS, SITE, project
+from chunkers import embedding_text
+from chunkers.model import Chunk
+from indexer.db import (
     Database,
     lookup,
     queries,
     statements,
     store,
 )
-from indexer.embed import EmbedBatchResult, EmbeddingModel  # noqa: E402
-from indexer.embed.local import LocalEmbedder  # noqa: E402
-from indexer.project import Project, Root  # noqa: E402
+from indexer.embed import EmbedBatchResult, Embedder, EmbeddingModel
+from indexer.embed.local import LocalEmbedder
+from indexer.project import Project, Root
 from indexer.search import (
     DEFAULT_EF_SEARCH,
     fusion,
 )
-from indexer.search.fusion import DEFAULT_RANKING  # noqa: E402
-from indexer.sweep import (  # noqa: E402
+from indexer.search.fusion import DEFAULT_RANKING
+from indexer.sweep import (
     SweepOptions,
     SweepProgress,
     sweep_project,
 )
+from rag_server.app import create_app
+from rag_server.config import SearchSettings
+
+HERE = Path(__file__).resolve().parent
 
 PROJECT = "bench_search"
 CACHE = HERE / ".cache" / "search-100k"
@@ -220,7 +226,7 @@ def refill(cache: Path, from_id: int, tokens: int) -> None:
                 embedding_text(Chunk(r[6], r[7], r[3], r[4], r[2] or "text", r[5]), r[1])
                 for r in batch
             ]
-            found = embedder.embed_documents(texts).vectors
+            found = embedder.embed_documents(texts).require_all()
             vectors.extend((v, r[0]) for v, r in zip(found, batch, strict=True))
         took = time.perf_counter() - started
         print(f"{len(rows):,} chunks embedded in {took:.0f} s", flush=True)
@@ -276,7 +282,9 @@ def lists(cache: Path, queries: int, ef_search: int) -> None:
         db.close()
 
 
-def keyword_candidates(conn: Any, project: str, text: str, filters: dict[str, Any]) -> list[int]:
+def keyword_candidates(
+    conn: Any, project: str, text: str, filters: dict[str, Any]
+) -> list[tuple[int, float]]:
     return fusion.keyword_candidates(conn, project, text, filters, DEFAULT_RANKING)
 
 
@@ -285,8 +293,7 @@ def keyword_candidates(conn: Any, project: str, text: str, filters: dict[str, An
 
 def eval_queries() -> list[str]:
     """The docstring eval's test-split queries and every question of the questions eval."""
-    import corpus  # bench/eval/corpus.py
-    import questions  # bench/eval/questions.py
+    from bench.eval import corpus, questions
 
     with tempfile.TemporaryDirectory(prefix="code-rag-docstrings-") as tmp:
         docstrings, _ = corpus.build_corpus(Path(tmp))
@@ -407,7 +414,6 @@ def recall(cache: Path, settings: Sequence[int], limit: int | None) -> None:
 
 # --- server ---------------------------------------------------------------------------------
 
-TOKEN = "bench-token-0123456789abcdef"
 SWEEPING = "bench_sweeping"
 
 
@@ -415,23 +421,57 @@ class StopSweep(Exception):
     pass
 
 
-def server(cache: Path, ef_values: Sequence[int], requests: int, seconds: float) -> None:
-    """search_code over HTTP: one client (ef_search values interleaved, one app each), four
-    clients, and one client while the same process sweeps another project with the model."""
-    import httpx
-    from server_bench import TimedEmbedder, call
-    from server_fixtures import ServerThread
+class TimedEmbedder:
+    """The real embedder, with each query's embedding time recorded inside the server (the
+    "embed" share of a request; the rest is HTTP, JSON-RPC, the database search, shaping)."""
 
-    from rag_server.app import create_app
-    from rag_server.config import (
-        DatabaseSettings,
-        EmbeddingSettings,
-        IndexerSettings,
-        SearchSettings,
-        ServerSettings,
-        Settings,
-    )
+    def __init__(self, inner: Embedder) -> None:
+        self.inner = inner
+        self.query_seconds: list[float] = []
+        self._lock = threading.Lock()
 
+    @property
+    def identity(self) -> EmbeddingModel:
+        return self.inner.identity
+
+    def embed_documents(
+        self, texts: Sequence[str], labels: Sequence[str] | None = None
+    ) -> EmbedBatchResult:
+        return self.inner.embed_documents(texts, labels)
+
+    def embed_query(self, text: str) -> list[float]:
+        started = time.perf_counter()
+        vector = self.inner.embed_query(text)
+        with self._lock:
+            self.query_seconds.append(time.perf_counter() - started)
+        return vector
+
+    def close(self) -> None:
+        self.inner.close()
+
+
+def rss_bytes() -> int:
+    """This process's resident memory: the server, the model, the database client, the bench."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) * 1024
+    raise RuntimeError("no VmRSS in /proc/self/status")
+
+
+def timed_search(http: httpx.Client, url: str, query: str) -> float:
+    """Seconds for one `search_code` call over HTTP (hybrid, top_k 10)."""
+    started = time.perf_counter()
+    served.tool_call(http, url, "search_code", {"query": query, "top_k": 10})
+    return time.perf_counter() - started
+
+
+def server(
+    cache: Path, ef_values: Sequence[int], requests: int, seconds: float, clients: int
+) -> None:
+    """search_code over HTTP, the app under uvicorn in this process: one client (ef_search
+    values interleaved, one app each; each request's latency split into the query embedding
+    and the rest), then `clients` clients at once while this process's memory is sampled, then
+    one client while the same process sweeps another project with the model."""
     print(f"machine: {machine.describe()}")
     db = open_database(cache)
     inner = LocalEmbedder()
@@ -449,58 +489,66 @@ def server(cache: Path, ef_values: Sequence[int], requests: int, seconds: float)
     apps, embedders = [], []
     for ef in ef_values:
         embedder = TimedEmbedder(inner)
-        settings = Settings(
-            config_path=cache / "application.ini",
-            data_dir=cache,
-            projects_path=cache / "rag-projects.json",
-            server=ServerSettings("127.0.0.1", 0, TOKEN),
-            database=DatabaseSettings(""),
-            embedding=EmbeddingSettings("local"),
-            indexer=IndexerSettings(),
-            search=SearchSettings(ef_search=ef),
-            projects={PROJECT: proj, SWEEPING: sweeping},
+        settings = served.bench_settings(
+            cache, {PROJECT: proj, SWEEPING: sweeping}, search=SearchSettings(ef_search=ef)
         )
         apps.append(create_app(settings, database=db, embedder=embedder, schedule=False))
         embedders.append(embedder)
-    servers = [ServerThread(app).start() for app in apps]
+    servers = [served.ServerThread(app).start() for app in apps]
+    https = [served.client() for _ in servers]
     try:
         with db.connection() as conn:
             chunks = store.summary(conn, PROJECT).chunks
-        clients = [httpx.Client(headers={"X-RAG-Token": TOKEN}, timeout=60) for _ in servers]
         urls = [s.url(PROJECT) for s in servers]
         for _ in range(5):  # warm-up: model sessions, pool, plans, term statistics
-            for c, u in zip(clients, urls, strict=True):
-                call(c, u, fresh_query())
+            for http, url in zip(https, urls, strict=True):
+                timed_search(http, url, fresh_query())
+        time.sleep(1)
+        idle_rss = rss_bytes()
         for e in embedders:
             e.query_seconds.clear()
         totals: list[list[float]] = [[] for _ in servers]
         for _ in range(requests):
-            for n, (c, u) in enumerate(zip(clients, urls, strict=True)):
-                totals[n].append(call(c, u, fresh_query()))
+            for n, (http, url) in enumerate(zip(https, urls, strict=True)):
+                totals[n].append(timed_search(http, url, fresh_query()))
         print(f"\n{chunks:,} chunks; model {inner.identity.describe()}")
         print(f"one client, {requests} requests per setting, interleaved, top_k 10, hybrid:")
         for ef, total, e in zip(ef_values, totals, embedders, strict=True):
-            print(f"  ef_search {ef:>4}: total {figures(total)}   embed {figures(e.query_seconds)}")
+            rest = [t - q for t, q in zip(total, e.query_seconds, strict=True)]
+            print(
+                f"  ef_search {ef:>4}: total {figures(total)}   embed {figures(e.query_seconds)}"
+                f"   rest {figures(rest)}"
+            )
 
-        def clients_for(n_clients: int, url: str, until: float) -> list[float]:
+        def clients_for(n_clients: int, url: str, until: float) -> tuple[list[float], int]:
+            """The latencies of `n_clients` clients searching until `until`, and the peak
+            RSS sampled meanwhile."""
             latencies: list[float] = []
 
             def worker() -> None:
-                with httpx.Client(headers={"X-RAG-Token": TOKEN}, timeout=60) as c:
+                with served.client() as http:
                     while time.monotonic() < until:
-                        latencies.append(call(c, url, fresh_query()))
+                        latencies.append(timed_search(http, url, fresh_query()))
 
             threads = [threading.Thread(target=worker) for _ in range(n_clients)]
             for t in threads:
                 t.start()
+            peak = rss_bytes()
+            while any(t.is_alive() for t in threads):
+                peak = max(peak, rss_bytes())
+                time.sleep(0.2)
             for t in threads:
                 t.join()
-            return latencies
+            return latencies, peak
 
-        loaded = clients_for(4, urls[0], time.monotonic() + seconds)
+        loaded, peak_rss = clients_for(clients, urls[0], time.monotonic() + seconds)
         print(
-            f"4 clients, {seconds:.0f} s, ef_search {ef_values[0]}: {len(loaded)} requests "
-            f"({len(loaded) / seconds:.1f}/s), {figures(loaded)}"
+            f"{clients} clients, {seconds:.0f} s, ef_search {ef_values[0]}: {len(loaded)} "
+            f"requests ({len(loaded) / seconds:.1f}/s), {figures(loaded)}"
+        )
+        print(
+            f"RSS (server, model and bench client: one process): idle {idle_rss / 2**20:.0f} MiB, "
+            f"peak under {clients} clients {peak_rss / 2**20:.0f} MiB"
         )
 
         with db.connection() as conn:
@@ -524,7 +572,7 @@ def server(cache: Path, ef_values: Sequence[int], requests: int, seconds: float)
         sweeper = threading.Thread(target=sweep)
         sweeper.start()
         time.sleep(5)  # the sweep is past its walk and embedding
-        during = clients_for(1, urls[0], time.monotonic() + seconds)
+        during, _ = clients_for(1, urls[0], time.monotonic() + seconds)
         alive = sweeper.is_alive()
         stop.set()
         sweeper.join()
@@ -533,9 +581,9 @@ def server(cache: Path, ef_values: Sequence[int], requests: int, seconds: float)
             f"{'still running' if alive else 'FINISHED EARLY'} at the end, "
             f"{swept[-1] if swept else 0} files done): {len(during)} requests, {figures(during)}"
         )
-        for c in clients:
-            c.close()
     finally:
+        for http in https:
+            http.close()
         for s in servers:
             s.stop()
         db.close()
@@ -563,6 +611,7 @@ def main() -> None:
     )
     parser.add_argument("--requests", type=int, default=200, help="server: per ef_search")
     parser.add_argument("--seconds", type=float, default=30, help="server: per loaded phase")
+    parser.add_argument("--clients", type=int, default=4, help="server: clients at once")
     args = parser.parse_args()
     if args.part == "build":
         build(args.cache, args.tokens, args.model_minutes * 60)
@@ -574,7 +623,7 @@ def main() -> None:
         lists(args.cache, args.queries or 150, int(args.ef_search.split(",")[0]))
     else:
         ef_values = [int(x) for x in args.ef_search.split(",")]
-        server(args.cache, ef_values, args.requests, args.seconds)
+        server(args.cache, ef_values, args.requests, args.seconds, args.clients)
 
 
 if __name__ == "__main__":

@@ -7,8 +7,8 @@ Part 2 uses the local model on a subset: the end-to-end sweep against the embedd
 very same texts, chunks and definitions embedded alone (target: sweep <= 1.15 x embedding
 alone), and what the definitions cost beside the chunks.
 
-    .venv/bin/python bench/sweep_bench.py                  # both parts, 3 runs each
-    .venv/bin/python bench/sweep_bench.py --part 1 --runs 5
+    .venv/bin/python -m bench.sweep_bench                  # both parts, 3 runs each
+    .venv/bin/python -m bench.sweep_bench --part 1 --runs 5
 
 Part 1 also times reading and chunking the same files alone in this process (one core), and
 (`--old-runs`, default 1) a first sweep through the row-by-row path with parsing in one thread,
@@ -32,24 +32,20 @@ from typing import Any
 
 import numpy as np
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent))
-
-import machine  # noqa: E402  (bench/machine.py, beside this script)
-
-from chunkers import chunk_file, embedding_text, lone_definitions  # noqa: E402
+from bench import machine
+from chunkers import chunk_file, embedding_text, lone_definitions
 from indexer.db import (
     Database,
     store,
 )
-from indexer.embed import (  # noqa: E402
+from indexer.embed import (
     EmbedBatchResult,
     EmbeddingModel,
     make_embedder,
 )
-from indexer.project import Project, Root  # noqa: E402
-from indexer.sweep import SweepOptions, sweep_project  # noqa: E402
-from indexer.sweep.walk import Candidate, walk_project  # noqa: E402
+from indexer.project import Project, Root
+from indexer.sweep import SweepOptions, sweep_project
+from indexer.sweep.walk import Candidate, walk_project
 
 SITE = (
     Path(sys.prefix)
@@ -90,8 +86,8 @@ class ZeroCostEmbedder:
             norm = np.linalg.norm(v)
             if norm > 0:
                 return (v / norm).astype(np.float32)
-        v = np.random.default_rng(zlib.crc32(text.encode())).standard_normal(DIM)
-        return (v / np.linalg.norm(v)).astype(np.float32)
+        noise = np.random.default_rng(zlib.crc32(text.encode())).standard_normal(DIM)
+        return (noise / np.linalg.norm(noise)).astype(np.float32)
 
     def embed_documents(
         self, texts: Sequence[str], labels: Sequence[str] | None = None
@@ -212,7 +208,8 @@ def part2(db: Database, runs: int, files: int) -> None:
         shutil.copyfile(cand.absolute, target)
     proj = Project("bench_local", (Root(tree, "subset"),))
     walked = walk_project(proj).files
-    texts = []  # what the sweep embeds: every chunk and every definition no chunk speaks for
+    # What the sweep embeds: every chunk and every definition no chunk speaks for.
+    texts: list[str] = []
     chunks = 0
     for cand in walked:
         result = chunk_file(cand.path, cand.absolute.read_bytes())

@@ -14,9 +14,9 @@ model, it times side by side in one run, interleaved query by query, on one conn
 reporting p50 / p95 inside the database at the product's depth (30) and ef_search (400), and
 recall@10 of the product's statement against the same statement with index scans off.
 
-    .venv/bin/python bench/eval/run.py                 # the eval indexes (model vectors)
-    .venv/bin/python bench/vector_bench.py build       # ~100k + ~100k vectors, once
-    .venv/bin/python bench/vector_bench.py time        # latency and recall
+    .venv/bin/python -m bench.eval.run                 # the eval indexes (model vectors)
+    .venv/bin/python -m bench.vector_bench build       # ~100k + ~100k vectors, once
+    .venv/bin/python -m bench.vector_bench time        # latency and recall
 """
 
 from __future__ import annotations
@@ -24,24 +24,20 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
+from bench import machine
+from bench.eval import index as eval_index
+from bench.search_bench import NO_FILTERS, figures, open_database, query_vectors
+from indexer.db import ChunkRow, FileRecord, SymbolRow, bulk, queries, store
+from indexer.embed.local import LocalEmbedder
+from indexer.search import DEFAULT_EF_SEARCH
+
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent))
-sys.path.insert(0, str(HERE))
-sys.path.insert(0, str(HERE / "eval"))
-
-import index as eval_index  # noqa: E402  (bench/eval/index.py)
-import machine  # noqa: E402  (bench/machine.py, beside this script)
-import numpy as np  # noqa: E402
-from search_bench import NO_FILTERS, figures, open_database, query_vectors  # noqa: E402
-
-from indexer.db import ChunkRow, FileRecord, SymbolRow, bulk, queries, store  # noqa: E402  # noqa: E402
-from indexer.embed.local import LocalEmbedder  # noqa: E402
-from indexer.search import DEFAULT_EF_SEARCH  # noqa: E402
 
 PROJECT = "bench_vectors"
 CACHE = HERE / ".cache" / "vectors-100k"
@@ -70,7 +66,7 @@ def model_pool() -> np.ndarray:
     try:
         with db.connection() as conn:
             if not store.project_exists(conn, SOURCE):
-                raise SystemExit(f"no eval index {SOURCE}: run bench/eval/run.py first")
+                raise SystemExit(f"no eval index {SOURCE}: run `python -m bench.eval.run` first")
             rows = conn.execute(
                 store.statement(
                     "SELECT embedding FROM {schema}.rag_chunk WHERE embedding IS NOT NULL"
@@ -143,6 +139,7 @@ def build(cache: Path, chunks: int, definitions: int) -> None:
             ).fetchone()
     finally:
         db.close()
+    assert counts is not None
     manifest = {"chunks": counts[0], "definitions": counts[1], "pool": len(pool)}
     (cache / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
     print(f"built {manifest} in {time.perf_counter() - started:.0f} s")
@@ -172,11 +169,11 @@ def exact(conn: Any, vector: np.ndarray) -> list[int]:
     return [r[0] for r in rows]
 
 
-def time_lists(cache: Path, queries: int, ef_search: int, recall_queries: int) -> None:
+def time_lists(cache: Path, n_queries: int, ef_search: int, recall_queries: int) -> None:
     print(f"machine: {machine.describe()}")
     print(f"index: {(cache / 'manifest.json').read_text().strip()}")
     texts, vectors = query_vectors(cache, LocalEmbedder())  # embedded once, kept in `cache`
-    pick = np.linspace(0, len(texts) - 1, min(queries, len(texts))).astype(int)
+    pick = np.linspace(0, len(texts) - 1, min(n_queries, len(texts))).astype(int)
     db = open_database(cache)
     try:
         with db.connection() as conn:

@@ -7,8 +7,8 @@ the first hit and its snippet shows the word; then rewrites it with another word
 then deletes it and waits until it is no longer returned. Times run from the write to the
 first answer that shows it.
 
-    .venv/bin/python bench/watch_bench.py                 # 30 rounds
-    .venv/bin/python bench/watch_bench.py --rounds 50 --debounce-ms 300
+    .venv/bin/python -m bench.watch_bench                 # 30 rounds
+    .venv/bin/python -m bench.watch_bench --rounds 50 --debounce-ms 300
 """
 
 from __future__ import annotations
@@ -17,36 +17,29 @@ import argparse
 import logging
 import shutil
 import statistics
-import sys
 import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent))
-sys.path.insert(0, str(HERE.parent / "tests"))
+import httpx
 
-import httpx  # noqa: E402
-from machine import describe  # noqa: E402
-
-from indexer.db import Database  # noqa: E402
-from indexer.embed import make_embedder  # noqa: E402
-from indexer.project import Project, Root  # noqa: E402
-from indexer.sweep import sweep_project  # noqa: E402
-from rag_server.app import create_app  # noqa: E402
-from rag_server.config import (  # noqa: E402
-    DatabaseSettings,
-    EmbeddingSettings,
+from bench import served
+from bench.machine import describe
+from bench.served import ServerThread, bench_settings
+from indexer.db import Database
+from indexer.embed import make_embedder
+from indexer.project import Project, Root
+from indexer.sweep import sweep_project
+from rag_server.app import create_app
+from rag_server.config import (
     IndexerSettings,
-    SearchSettings,
-    ServerSettings,
-    Settings,
 )
 
+HERE = Path(__file__).resolve().parent
+
 PROJECT = "bench_watch"
-TOKEN = "bench-token-0123456789abcdef"
 POLL_S = 0.02
 TIMEOUT_S = 30.0
 
@@ -89,8 +82,6 @@ def main() -> None:
     args = parser.parse_args()
     logging.getLogger("httpx").setLevel(logging.WARNING)
 
-    from server_fixtures import ServerThread
-
     work = Path(tempfile.mkdtemp(prefix="code-rag-watch-bench-"))
     work.chmod(0o755)  # the embedded server runs as its own user
     root = work / "src"
@@ -99,16 +90,10 @@ def main() -> None:
     embedder = make_embedder("local")
     project = Project(PROJECT, (Root(root.resolve(), "src"),))
     first = sweep_project(db, project, embedder)
-    settings = Settings(
-        config_path=work / "application.ini",
-        data_dir=work / ".data",
-        projects_path=work / "rag-projects.json",
-        server=ServerSettings("127.0.0.1", 0, TOKEN),
-        database=DatabaseSettings(""),
-        embedding=EmbeddingSettings("local"),
+    settings = bench_settings(
+        work / ".data",
+        {PROJECT: project},
         indexer=IndexerSettings(watch_debounce_ms=args.debounce_ms),
-        search=SearchSettings(),
-        projects={PROJECT: project},
     )
     app = create_app(settings, database=db, embedder=embedder, schedule=False)
     added: list[float] = []
@@ -117,7 +102,7 @@ def main() -> None:
     try:
         with (
             ServerThread(app) as server,
-            httpx.Client(headers={"X-RAG-Token": TOKEN}, timeout=30) as client,
+            served.client() as client,
         ):
             url = server.url(PROJECT)
             wait_until(lambda: bool(app.state.service.status(PROJECT)["watching"]))

@@ -11,45 +11,40 @@ score (`compare.first_hit`): Hit@1/5/10 and MRR@10 per variant, with a paired co
 product's ranking. The distractors' vectors are the benchmark's (the model's, of each chunk's
 first 32 word pieces); the variants share them, so the comparison between variants is paired.
 
-    .venv/bin/python bench/eval/at_scale.py --split tune          # choose on the tuning split
-    .venv/bin/python bench/eval/at_scale.py                       # then the test split
-    .venv/bin/python bench/eval/at_scale.py --match-rows 5000,1000
+    .venv/bin/python -m bench.eval.at_scale --split tune          # choose on the tuning split
+    .venv/bin/python -m bench.eval.at_scale                       # then the test split
+    .venv/bin/python -m bench.eval.at_scale --match-rows 5000,1000
 """
 
 from __future__ import annotations
 
 import argparse
-import sys
 import time
 from dataclasses import replace
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-sys.path.insert(0, str(HERE.parent))
-sys.path.insert(0, str(HERE.parent.parent))
+from psycopg import sql as pgsql
 
-import search_bench  # noqa: E402
-import sources  # noqa: E402
-from compare import CachedQueries, Gold, Scores, first_hit, query_vectors  # noqa: E402
-from corpus import build_corpus  # noqa: E402
-from index import CACHE, REPO_LABEL, prepare_dirs  # noqa: E402
-from psycopg import sql as pgsql  # noqa: E402
-from questions import ensure_valid  # noqa: E402
-from questions_eval import golds_of  # noqa: E402
-from sweep_bench import CORPUS, SITE  # noqa: E402
-
-from chunkers import CHUNKER_VERSION  # noqa: E402
-from indexer.db import (  # noqa: E402
+from bench import search_bench
+from bench.eval import sources
+from bench.eval.compare import CachedQueries, Scores, first_hit, query_vectors
+from bench.eval.corpus import build_corpus
+from bench.eval.index import CACHE, REPO_LABEL, prepare_dirs
+from bench.eval.questions import ensure_valid
+from bench.eval.questions_eval import golds_of
+from bench.eval.run import docstring_gold
+from bench.sweep_bench import CORPUS, SITE
+from chunkers import CHUNKER_VERSION
+from indexer.db import (
     Database,
     statements,
     store,
 )
-from indexer.embed import make_embedder  # noqa: E402
-from indexer.project import Project, Root  # noqa: E402
-from indexer.search import search_code  # noqa: E402
-from indexer.search.fusion import DEFAULT_RANKING  # noqa: E402
-from indexer.sweep import SweepOptions, sweep_project  # noqa: E402
+from indexer.embed import make_embedder
+from indexer.project import Project, Root
+from indexer.search import search_code
+from indexer.search.fusion import DEFAULT_RANKING
+from indexer.sweep import SweepOptions, sweep_project
 
 PROJECT = "eval_at_scale"
 COPIED = ("rag_file", "rag_chunk", "rag_symbol", "rag_text_block", "rag_meta")
@@ -109,11 +104,7 @@ def main() -> None:
     libs, _digest = sources.ensure_corpus(sources.CACHE)
     questions_root, _ = prepare_dirs(sources.CACHE)
     golds = {
-        "docstring": [
-            Gold(q.qid, q.text, "python", ((REPO_LABEL, q.path, q.start_line, q.end_line),))
-            for q in doc_queries
-            if q.split == args.split
-        ],
+        "docstring": [docstring_gold(q) for q in doc_queries if q.split == args.split],
         "questions": golds_of([q for q in questions if q.split == args.split]),
     }
     vectors = {
@@ -133,7 +124,7 @@ def main() -> None:
             raise SystemExit(
                 f"{PROJECT} was chunked by chunker version {chunked_by}, this code chunks with "
                 f"version {CHUNKER_VERSION}: rebuild the benchmark's index with this chunker "
-                "(bench/search_bench.py build into a fresh --cache), then drop the schema "
+                "(python -m bench.search_bench build into a fresh --cache), then drop the schema "
                 f"{PROJECT} so that it is copied again"
             )
         if not exists:

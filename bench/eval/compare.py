@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from baseline import PlainBaseline
 
+from bench.eval.baseline import PlainBaseline
 from indexer.embed import EmbedBatchResult, Embedder, EmbeddingModel
 from indexer.project import Project
 from indexer.search import candidates, hybrid

@@ -18,27 +18,26 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-HERE = Path(__file__).resolve().parent
-REPO = HERE.parent.parent
-sys.path.insert(0, str(REPO))
+from psycopg import sql as pgsql
 
-import indexer.write as sweep_module  # noqa: E402
-from psycopg import sql as pgsql  # noqa: E402
-
-from chunkers import Chunk, ChunkerConfig, embedding_text  # noqa: E402
-from indexer import lexical  # noqa: E402
+import indexer.sweep.write as sweep_module
+from chunkers import Chunk, ChunkerConfig, embedding_text
+from indexer import lexical
 from indexer.db import (
     Database,
     store,
 )
-from indexer.embed import Embedder  # noqa: E402
-from indexer.embed.model_dir import bundled_model_dir, read_manifest  # noqa: E402
-from indexer.project import Project, Root  # noqa: E402
-from indexer.sweep import (  # noqa: E402
+from indexer.embed import Embedder
+from indexer.embed.model_dir import bundled_model_dir, read_manifest
+from indexer.project import Project, Root
+from indexer.sweep import (
     SweepOptions,
     SweepProgress,
     sweep_project,
 )
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent.parent
 
 CACHE = REPO / "bench" / ".cache" / "eval"
 REPO_LABEL = "stdlib"
@@ -143,7 +142,7 @@ def ensure_index(
             progress=_progress,
         )
     finally:
-        sweep_module.embedding_text = original  # type: ignore[assignment]
+        sweep_module.embedding_text = original
     print(file=sys.stderr)
     if report.files_failed:
         raise SystemExit(

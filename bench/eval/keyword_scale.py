@@ -7,7 +7,7 @@ matches) against the idf ranker with several match budgets. The idf ranker witho
 left out: it ranks most of the table with every term, tens of seconds on some queries. Run
 run.py once first.
 
-    .venv/bin/python bench/eval/keyword_scale.py
+    .venv/bin/python -m bench.eval.keyword_scale
 """
 
 from __future__ import annotations
@@ -15,21 +15,16 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import sys
 import time
 from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
+from psycopg import sql as pgsql
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-
-from index import CACHE, copy_project, open_database, prepare_dirs  # noqa: E402
-from psycopg import sql as pgsql  # noqa: E402
-
-from indexer.db import store  # noqa: E402
-from indexer.search.fusion import (  # noqa: E402
+from bench.eval.index import CACHE, copy_project, open_database, prepare_dirs
+from indexer.db import store
+from indexer.search.fusion import (
     DEFAULT_RANKING,
     Ranking,
     TermStats,
@@ -43,7 +38,7 @@ SOURCE = "eval_chunker"
 SCALED = "eval_scaled"
 
 
-def build(conn, copies: int) -> int:  # type: ignore[no-untyped-def]
+def build(conn: store.Conn, copies: int) -> int:
     copy_project(conn, SOURCE, SCALED, ())
     src_file, src_chunk = (
         pgsql.Identifier(SOURCE, "rag_file"),

@@ -15,9 +15,9 @@ definition's (per the chunker's tree-sitter symbols), on duplicates, on a query 
 consecutive words with its target file (comments and docstrings included: the rule is stricter
 than "not copied from a comment"), and on a count or mix outside the constraints below.
 
-    .venv/bin/python bench/eval/questions.py validate      # fetches the corpus if needed
-    .venv/bin/python bench/eval/questions.py fill          # add lines to targets named only
-    .venv/bin/python bench/eval/questions.py stats
+    .venv/bin/python -m bench.eval.questions validate      # fetches the corpus if needed
+    .venv/bin/python -m bench.eval.questions fill          # add lines to targets named only
+    .venv/bin/python -m bench.eval.questions stats
 """
 
 from __future__ import annotations
@@ -31,15 +31,12 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
+from bench.eval import sources
+from chunkers.detect import detect_language
+from chunkers.grammars import has_symbols, parser_for
+from chunkers.symbols import Definition, extract
+
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-sys.path.insert(0, str(HERE.parent.parent))
-
-import sources  # noqa: E402
-
-from chunkers.detect import detect_language  # noqa: E402
-from chunkers.grammars import has_symbols, parser_for  # noqa: E402
-from chunkers.symbols import Definition, extract  # noqa: E402
 
 DATA = HERE / "questions.jsonl"
 KINDS = ("where", "how", "behaviour", "mixed")

@@ -6,25 +6,20 @@ PostgreSQL under `bench/.cache/questions` (gitignored), reused while the corpus 
 are unchanged. The same files are windowed for the plain baseline (baseline.py). The questions
 (questions.py) are validated before anything is scored. run.py calls `run`; it also runs alone:
 
-    .venv/bin/python bench/eval/questions_eval.py                 # test split
-    .venv/bin/python bench/eval/questions_eval.py --split tune
-    .venv/bin/python bench/eval/questions_eval.py --ranks      # also each query's ranks
+    .venv/bin/python -m bench.eval.questions_eval                 # test split
+    .venv/bin/python -m bench.eval.questions_eval --split tune
+    .venv/bin/python -m bench.eval.questions_eval --ranks      # also each query's ranks
 """
 
 from __future__ import annotations
 
 import argparse
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-sys.path.insert(0, str(HERE.parent.parent))
-
-import sources  # noqa: E402
-from baseline import PlainBaseline, corpus_windows, window_vectors  # noqa: E402
-from compare import (  # noqa: E402
+from bench.eval import sources
+from bench.eval.baseline import PlainBaseline, corpus_windows, window_vectors
+from bench.eval.compare import (
     CachedQueries,
     Gold,
     Scores,
@@ -34,15 +29,14 @@ from compare import (  # noqa: E402
     query_vectors,
     system_table,
 )
-from index import ensure_index, model_suffix, open_database, prepare_dirs  # noqa: E402
-from questions import Question, ensure_valid  # noqa: E402
-
+from bench.eval.index import ensure_index, model_suffix, open_database, prepare_dirs
+from bench.eval.questions import Question, ensure_valid
 from indexer.embed import (
     Embedder,
     make_embedder,
 )
-from indexer.project import Project, Root  # noqa: E402
-from indexer.search.fusion import DEFAULT_RANKING, Ranking  # noqa: E402
+from indexer.project import Project, Root
+from indexer.search.fusion import DEFAULT_RANKING, Ranking
 
 
 def project_for(

@@ -11,12 +11,12 @@ when unchanged); each held-out query is asked in all three modes through
 unweighted RRF: baseline.py). Reported: Hit@1/5/10, MRR@10 and code-rag's search latency (query
 vectors are embedded once and cached, so latencies are the search's own).
 
-    .venv/bin/python bench/eval/run.py                   # both evals: docs/performance.md
-    .venv/bin/python bench/eval/run.py --eval questions  # the developer questions only
-    .venv/bin/python bench/eval/run.py --split tune      # the tuning split instead
-    .venv/bin/python bench/eval/run.py --eval docstring --tune       # re-tune fusion
-    .venv/bin/python bench/eval/run.py --eval docstring --ablations  # what each choice gains
-    .venv/bin/python bench/eval/run.py --eval docstring --header none  # no header in embeddings
+    .venv/bin/python -m bench.eval.run                   # both evals: docs/performance.md
+    .venv/bin/python -m bench.eval.run --eval questions  # the developer questions only
+    .venv/bin/python -m bench.eval.run --split tune      # the tuning split instead
+    .venv/bin/python -m bench.eval.run --eval docstring --tune       # re-tune fusion
+    .venv/bin/python -m bench.eval.run --eval docstring --ablations  # what each choice gains
+    .venv/bin/python -m bench.eval.run --eval docstring --header none  # no header in embeddings
 
 A first run embeds ~2,400 + ~1,200 chunks and ~3,300 + ~1,300 baseline windows: about an hour
 on 2 busy cores; later runs reuse every vector and take a few minutes.
@@ -33,22 +33,20 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-
-import questions_eval  # noqa: E402
-from baseline import PlainBaseline, corpus_windows, window_vectors  # noqa: E402
-from compare import (  # noqa: E402
+from bench.eval import questions_eval
+from bench.eval.baseline import PlainBaseline, corpus_windows, window_vectors
+from bench.eval.compare import (
     CachedQueries,
     Gold,
     Scores,
     evaluate,
+    first_hit,
     paired,
     query_vectors,
     system_table,
 )
-from corpus import Query, build_corpus, save_queries  # noqa: E402
-from index import (  # noqa: E402
+from bench.eval.corpus import Query, build_corpus, save_queries
+from bench.eval.index import (
     CACHE,
     EMBEDDING_TEXTS,
     REPO_LABEL,
@@ -58,49 +56,48 @@ from index import (  # noqa: E402
     project_for,
     with_definition_terms,
 )
-
-from indexer.db import lookup  # noqa: E402
+from indexer.db import lookup
 from indexer.embed import (
     Embedder,
     make_embedder,
 )
-from indexer.project import Project  # noqa: E402
-from indexer.search import candidates, hybrid  # noqa: E402
-from indexer.search.fusion import DEFAULT_RANKING, Candidates, Ranking, collapse, fuse  # noqa: E402
+from indexer.project import Project
+from indexer.search import candidates
+from indexer.search.fusion import (
+    DEFAULT_RANKING,
+    Candidates,
+    Ranking,
+    collapse,
+    fuse,
+    scored,
+    shaping_rows,
+)
 
 TOP_K = 10
 GATHER_DEPTH = 200  # candidates per ranker gathered once for tuning and ablations
+SHORTLIST = 3  # search_code reads back and collapses the best 3 x top_k fused candidates
+NO_FILTERS: dict[str, Any] = {"repo": None, "language": None, "path_re": None}
 
 
-def is_gold(row: dict[str, Any] | hybrid.SearchHit, q: Query) -> bool:
-    """A hit finds the function when it is in its file and holds its def line, or covers at
-    least half of its lines (a long function split into pieces is found by its head)."""
-    get = row.get if isinstance(row, dict) else lambda k: getattr(row, k)
-    if get("path") != q.path:
-        return False
-    start, end = get("start_line"), get("end_line")
-    if start <= q.start_line <= end:
-        return True
-    overlap = min(end, q.end_line) - max(start, q.start_line) + 1
-    return overlap * 2 >= q.end_line - q.start_line + 1
-
-
-def first_gold(rows: Sequence[Any], q: Query) -> int | None:
-    return next((i for i, r in enumerate(rows, 1) if is_gold(r, q)), None)
+def docstring_gold(q: Query) -> Gold:
+    """A docstring query as the evals score it: its function, in the one repo of the corpus."""
+    return Gold(q.qid, q.text, "python", ((REPO_LABEL, q.path, q.start_line, q.end_line),))
 
 
 @dataclass
 class Gathered:
-    """Per query: candidate lists gathered once at GATHER_DEPTH, and the rows they name."""
+    """Per query: each ranker's list gathered once at GATHER_DEPTH with its scores, the lists
+    that lift (exact names; verbatim identifiers, per keyword variant), and the rows they name."""
 
     queries: list[Query]
     vector: list[list[int]]
-    keyword: dict[str, list[list[int]]]  # per keyword variant
+    vector_scores: list[list[float]]
     exact: list[list[int]]
+    keyword: dict[str, list[list[int]]]  # per keyword variant
+    keyword_scores: dict[str, list[list[float]]]
+    verbatim: dict[str, list[list[int]]]
     details: dict[int, Any]
     pieces: dict[int, Any]
-    vector_scores: list[list[float]]
-    keyword_scores: dict[str, list[list[float]]]
 
 
 def gather(
@@ -112,99 +109,90 @@ def gather(
     ef_search: int,
     projects: dict[str, Project] | None = None,
 ) -> Gathered:
-    deep = Ranking(vector_depth=GATHER_DEPTH, keyword_depth=GATHER_DEPTH)
-    vector, exact, vector_scores = [], [], []
-    keyword: dict[str, list[list[int]]] = {name: [] for name in keyword_variants}
-    keyword_scores: dict[str, list[list[float]]] = {name: [] for name in keyword_variants}
+    """The lists `search_code` would fuse for each query, GATHER_DEPTH deep, through the same
+    lookups: the vector side once, the keyword side once per variant (on its own project
+    where `projects` names one)."""
+    g = Gathered(list(queries), [], [], [], {}, {}, {}, {}, {})
+    for name in keyword_variants:
+        g.keyword[name], g.keyword_scores[name], g.verbatim[name] = [], [], []
     ids: set[int] = set()
-    filters = {"repo": None, "language": None, "path_re": None}
     for i, q in enumerate(queries, 1):
         with conn.transaction():
-            c = candidates.gather_candidates(
-                conn,
-                project.name,
-                embedder.embed_query(candidates.vector_query(q.text)),
-                q.text,
-                filters,
-                ef_search,
-                deep,
-                keyword=False,
+            vector = candidates.vector_param(embedder.embed_query(candidates.vector_query(q.text)))
+            nearest = lookup.vector_candidates(
+                conn, project.name, vector, NO_FILTERS, GATHER_DEPTH, ef_search
             )
-            vector.append(c.vector)
-            vector_scores.append(c.vector_scores)
-            exact.append(c.exact)
-            ids.update(c.vector)
+            found, similarities = scored(nearest)
+            exact = candidates.other_candidates(
+                conn, project.name, q.text, NO_FILTERS, DEFAULT_RANKING, keyword=False
+            ).exact
+            g.vector.append(found)
+            g.vector_scores.append(similarities)
+            g.exact.append(exact)
+            ids.update(found, exact)
             for name, variant in keyword_variants.items():
-                k = candidates.gather_candidates(
+                k = candidates.other_candidates(
                     conn,
                     (projects or {}).get(name, project).name,
-                    None,
                     q.text,
-                    filters,
-                    ef_search,
+                    NO_FILTERS,
                     replace(variant, keyword_depth=GATHER_DEPTH),
                 )
-                keyword[name].append(k.keyword)
-                keyword_scores[name].append(k.keyword_scores)
-                ids.update(k.keyword)
+                g.keyword[name].append(k.keyword)
+                g.keyword_scores[name].append(k.keyword_scores)
+                g.verbatim[name].append(k.verbatim)
+                ids.update(k.keyword, k.verbatim)
         if i % 100 == 0:
             print(f"\r  gathered {i}/{len(queries)}", end="", file=sys.stderr, flush=True)
     print(file=sys.stderr)
-    details = lookup.chunks_by_id(conn, project.name, sorted(ids))
-    pieces = lookup.definition_pieces(conn, project.name, sorted(ids))
-    heads = sorted({p.head_id for p in pieces.values()} - details.keys())
-    details.update(lookup.chunks_by_id(conn, project.name, heads))
+    g.details, g.pieces = shaping_rows(conn, project.name, sorted(ids))
     conn.rollback()
-    return Gathered(
-        list(queries), vector, keyword, exact, details, pieces, vector_scores, keyword_scores
-    )
+    return g
 
 
 def replay(g: Gathered, variant: str, ranking: Ranking, mode: str) -> Scores:
-    """Fusion and collapse exactly as search_code does them, over the gathered lists."""
+    """Fusion and collapse as search_code does them, over the gathered lists: each list cut at
+    its depth (at least 3 x top_k), the best SHORTLIST x top_k fused candidates collapsed."""
     out = Scores()
+    r = replace(
+        ranking,
+        vector_depth=max(ranking.vector_depth, TOP_K * 3),
+        keyword_depth=max(ranking.keyword_depth, TOP_K * 3),
+    )
     for i, q in enumerate(g.queries):
         c = Candidates(
             vector=g.vector[i] if mode != "keyword" else [],
             keyword=g.keyword[variant][i] if mode != "vector" else [],
             exact=g.exact[i],
+            verbatim=g.verbatim[variant][i] if mode != "vector" else [],
             vector_scores=g.vector_scores[i] if mode != "keyword" else [],
             keyword_scores=g.keyword_scores[variant][i] if mode != "vector" else [],
         )
-        r = replace(
-            ranking,
-            vector_depth=max(ranking.vector_depth, TOP_K * 3),
-            keyword_depth=max(ranking.keyword_depth, TOP_K * 3),
-        )
         scores = fuse(c, r)
-        ordered = sorted(scores, key=lambda cid: (-scores[cid], cid))[: TOP_K * ranking.shortlist]
+        ordered = sorted(scores, key=lambda cid: (-scores[cid], cid))[: TOP_K * SHORTLIST]
         hits = collapse(ordered, g.details, TOP_K, g.pieces)
-        out.add(first_gold([row for row, _ in hits], q))
+        out.add(first_hit([row for row, _ in hits], docstring_gold(q)))
     return out
 
 
-FUSION_GRID = {
-    "keyword_weight": (0.25, 0.35, 0.5, 0.7, 1.0, 1.4),
-    "vector_depth": (20, 50, 100, 200),
-    "keyword_depth": (20, 50, 100, 200),
-    "rrf_k": (60,),  # the issue fixes k = 60; other k are shown in the fusion ablation
-}
+# The grid of the product's fusion knobs: the vector side's share of the fused score, and
+# each list's depth.
+VECTOR_SHARES = tuple(round(0.5 + 0.05 * i, 2) for i in range(10))
+VECTOR_DEPTHS = (30, 50)
+KEYWORD_DEPTHS = (30, 200)
 
 
 def tune(g: Gathered, variant: str, base: Ranking) -> Ranking:
-    """The grid point of rank fusion with the best MRR@10 (Hit@5 breaks ties) on the tuning
-    split (score fusion's share is chosen by `score_fusion.py`)."""
-    base = replace(base, fusion="rank")
+    """The grid point of the fusion knobs with the best MRR@10 (Hit@5 breaks ties) on the
+    tuning split."""
     best: tuple[float, float, Ranking] | None = None
-    for kw in FUSION_GRID["keyword_weight"]:
-        for vd in FUSION_GRID["vector_depth"]:
-            for kd in FUSION_GRID["keyword_depth"]:
-                for k in FUSION_GRID["rrf_k"]:
-                    r = replace(base, keyword_weight=kw, vector_depth=vd, keyword_depth=kd, rrf_k=k)
-                    s = replay(g, variant, r, "hybrid")
-                    key = (s.mrr(), s.hit(5), r)
-                    if best is None or key[:2] > best[:2]:
-                        best = key
+    for share in VECTOR_SHARES:
+        for vd in VECTOR_DEPTHS:
+            for kd in KEYWORD_DEPTHS:
+                r = replace(base, vector_share=share, vector_depth=vd, keyword_depth=kd)
+                s = replay(g, variant, r, "hybrid")
+                if best is None or (s.mrr(), s.hit(5)) > best[:2]:
+                    best = (s.mrr(), s.hit(5), r)
     assert best is not None
     return best[2]
 
@@ -269,12 +257,12 @@ def docstring_eval(args: argparse.Namespace, model: Embedder) -> Ranking:
             db, project, model, digest, args.header, args.chunk_chars, args.cache
         )
         vectors = query_vectors(model, (q.text for q in queries), args.cache)
-        t = []
+        took = []
         for q in queries[:20]:
-            s = time.perf_counter()
+            started = time.perf_counter()
             model.embed_query(q.text)
-            t.append((time.perf_counter() - s) * 1000)
-        embed_ms = statistics.median(t)
+            took.append((time.perf_counter() - started) * 1000)
+        embed_ms = statistics.median(took)
         cached = CachedQueries(model.identity, vectors)
         tune_set = [q for q in queries if q.split == "tune"]
         test_set = [q for q in queries if args.split in ("all", q.split)]
@@ -299,10 +287,7 @@ def docstring_eval(args: argparse.Namespace, model: Embedder) -> Ranking:
                 print(f"\n## tuned on {len(tune_set)} tuning queries: {ranking}")
                 s = replay(g, "product", ranking, "hybrid")
                 print(f"tuning split hybrid: MRR@10 {s.mrr():.3f}, Hit@5 {s.hit(5):.3f}")
-            golds = [
-                Gold(q.qid, q.text, "python", ((REPO_LABEL, q.path, q.start_line, q.end_line),))
-                for q in test_set
-            ]
+            golds = [docstring_gold(q) for q in test_set]
             results = evaluate(db, project, cached, plain, golds, ranking, args.ef_search)
             print(
                 f"\n## docstring eval, {args.split} split, {len(test_set)} queries, top_k {TOP_K}, "
@@ -357,28 +342,13 @@ def ablations(
     print("| fusion | Hit@1 | Hit@5 | MRR@10 |")
     print("|---|---:|---:|---:|")
     product = "+ idf, no stem prefixes (product)"
-    rows: list[tuple[str, Ranking]] = [
-        (
-            "equal weights, depth 50/50, k 60 (first version)",
-            replace(
-                ranking,
-                keyword_weight=1.0,
-                vector_weight=1.0,
-                vector_depth=50,
-                keyword_depth=50,
-                rrf_k=60,
-            ),
-        ),
-        ("tuned (product)", ranking),
-    ]
-    for kw in (0.35, 0.5, 0.7, 1.0):
-        rows.append((f"tuned, keyword weight {kw}", replace(ranking, keyword_weight=kw)))
+    rows: list[tuple[str, Ranking]] = [("tuned (product)", ranking)]
+    for share in (0.4, 0.5, 0.6, 0.7, 0.8):
+        rows.append((f"tuned, vector share {share}", replace(ranking, vector_share=share)))
     for kd in (20, 50, 100, 200):
         rows.append((f"tuned, keyword depth {kd}", replace(ranking, keyword_depth=kd)))
     for vd in (20, 50, 100, 200):
         rows.append((f"tuned, vector depth {vd}", replace(ranking, vector_depth=vd)))
-    for k in (10, 20, 60):
-        rows.append((f"tuned, rrf k {k}", replace(ranking, rrf_k=k)))
     for name, r in rows:
         s = replay(g, product, r, "hybrid")
         print(f"| {name} | {s.hit(1):.3f} | {s.hit(5):.3f} | {s.mrr():.3f} |")

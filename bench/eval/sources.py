@@ -11,8 +11,8 @@ fetches anything; this runs only when a bench asks for the corpus.
 The distributions reserved for the hidden evaluation (see RESERVED) may never enter this corpus,
 under any path component, so a vendored copy cannot slip in either.
 
-    .venv/bin/python bench/eval/sources.py            # fetch, verify, unpack; print the table
-    .venv/bin/python bench/eval/sources.py --record   # rewrite the kept-file lists (new pins)
+    .venv/bin/python -m bench.eval.sources            # fetch, verify, unpack; print the table
+    .venv/bin/python -m bench.eval.sources --record   # rewrite the kept-file lists (new pins)
 """
 
 from __future__ import annotations

@@ -20,8 +20,8 @@ at most `MAX_PER_DEFINITION` comment pairs, each library at most `--per-library`
 sample), so no one library or kind dominates. Writes `bench/.cache/train/pairs.jsonl` and
 prints the counts per language and kind.
 
-    .venv/bin/python bench/train/pairs.py [--per-library 1000] [--seed 13]
-    .venv/bin/python bench/train/pairs.py --questions 4 --out bench/.cache/train/pairs-asked.jsonl
+    .venv/bin/python -m bench.train.pairs [--per-library 1000] [--seed 13]
+    .venv/bin/python -m bench.train.pairs --questions 4 --out bench/.cache/train/pairs-asked.jsonl
 """
 
 from __future__ import annotations
@@ -32,25 +32,19 @@ import hashlib
 import json
 import random
 import re
-import sys
 from collections import Counter, defaultdict
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-sys.path.insert(0, str(HERE.parent.parent))
-
-from training_corpus import CACHE, ensure_corpus  # noqa: E402
-
-from chunkers import Chunk, embedding_text  # noqa: E402
-from chunkers.grammars import has_symbols, parser_for  # noqa: E402
-from chunkers.symbols import Definition, extract  # noqa: E402
-from indexer.lexical import split_identifier as split_words  # noqa: E402
+from bench.train import question_pairs
+from bench.train.pair import Pair, document
+from bench.train.training_corpus import CACHE, ensure_corpus
+from chunkers.grammars import has_symbols, parser_for
+from chunkers.symbols import Definition, extract
+from indexer.lexical import split_identifier as split_words
 
 PAIRS = CACHE / "pairs.jsonl"
-MAX_DOC_CHARS = 2400
 MIN_WORDS, MAX_WORDS = 4, 40
 MAX_PER_DEFINITION = 2
 NAME_SHARE = 0.15  # name pairs, at most this share of a library's pairs
@@ -91,17 +85,6 @@ _NOISE = re.compile(
     re.I,
 )
 _CODEISH = re.compile(r"[{};=]|\(\)|->|=>|::|\w\(|^\w+\.\w+")
-
-
-@dataclass(frozen=True)
-class Pair:
-    kind: str
-    language: str
-    library: str
-    path: str
-    line: int
-    query: str
-    document: str
 
 
 def clean(text: str) -> str:
@@ -192,15 +175,6 @@ def python_docstrings(text: str) -> dict[int, tuple[str, int, int]]:
             if doc and body0 is not None and body0.end_lineno is not None:
                 out[node.lineno] = (doc, body0.lineno, body0.end_lineno)
     return out
-
-
-def document(
-    lib: str, rel: str, language: str, d: Definition, lines: list[str], drop: set[int]
-) -> str:
-    """The definition as the chunker embeds it, minus the lines in `drop` (1-based)."""
-    code = "\n".join(lines[i - 1] for i in range(d.start_line, d.end_line + 1) if i not in drop)
-    chunk = Chunk(d.start_line, d.end_line, d.name, d.kind, language, code)
-    return embedding_text(chunk, f"{lib}/{rel}")[:MAX_DOC_CHARS]
 
 
 def mine_file(lib: str, rel: str, language: str, text: str) -> Iterator[Pair]:
@@ -317,8 +291,6 @@ def main(argv: list[str] | None = None) -> None:
     args = ap.parse_args(argv)
     pairs, digest = mine(args.per_library, args.seed)
     if args.questions:
-        import question_pairs
-
         asked = question_pairs.question_pairs(question_pairs.read([question_pairs.DATA]))
         pairs += asked * args.questions
     body = "".join(json.dumps(asdict(p), ensure_ascii=False) + "\n" for p in pairs)

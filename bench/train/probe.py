@@ -8,8 +8,8 @@ embedding function, and reports Hit@1/5/10 and MRR@10 by the evals' rule (a hit 
 target's file and holds its first line, or covers half of it). The file travels alone (no
 database, no corpus), so a model can be probed wherever it is trained.
 
-    .venv/bin/python bench/train/probe.py build          # -> bench/.cache/train/probe.json
-    .venv/bin/python bench/train/probe.py score --model bench/.cache/train/model
+    .venv/bin/python -m bench.train.probe build          # -> bench/.cache/train/probe.json
+    .venv/bin/python -m bench.train.probe score --model bench/.cache/train/model
 
 `train.py --probe` scores the base model and the model after every epoch.
 """
@@ -18,15 +18,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
-ROOT = HERE.parent.parent
-sys.path.insert(0, str(HERE.parent / "eval"))
-sys.path.insert(0, str(ROOT))
 
 # Only the standard library at the top: `score` runs where the model trains, which may have
 # torch and transformers but none of the product's dependencies.
@@ -54,11 +50,11 @@ def _documents(files: Sequence[tuple[str, Path]]) -> list[dict[str, Any]]:
 
 def build(out: Path = PROBE) -> dict[str, Any]:
     """Both evals' documents and tuning queries, as the product would index and ask them."""
-    import questions as questions_data
-    import sources
-    from corpus import build_corpus
-    from index import CACHE as DOCSTRING_CACHE
-    from index import REPO_LABEL, prepare_dirs
+    from bench.eval import questions as questions_data
+    from bench.eval import sources
+    from bench.eval.corpus import build_corpus
+    from bench.eval.index import CACHE as DOCSTRING_CACHE
+    from bench.eval.index import REPO_LABEL, prepare_dirs
 
     corpus, _ = prepare_dirs(DOCSTRING_CACHE)
     queries, _ = build_corpus(corpus)
@@ -138,8 +134,9 @@ def describe(scores: dict[str, dict[str, float]]) -> str:
     )
 
 
-def torch_embedder(model: Any, tokenizer: Any, device: str, max_tokens: int = 256) -> Embed:
-    """Mean-pooled, normalised vectors of a transformers model, as the product's model pools."""
+def torch_embedder(model: Any, tokenizer: Any, device: Any, max_tokens: int = 256) -> Embed:
+    """Mean-pooled, normalised vectors of a transformers model, as the product's model pools
+    (`device`: a torch device, or its name)."""
     import torch
 
     def embed(texts: Sequence[str], is_query: bool) -> Any:

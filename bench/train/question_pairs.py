@@ -9,8 +9,8 @@ libraries (`train_corpus.json`), never an evaluation library's, under the eval's
 gold definition each, named by library, path (inside the library's corpus folder) and name;
 no run of `NGRAM` words shared with the target's file, comments and docstrings included.
 
-    .venv/bin/python bench/train/question_pairs.py validate [FILE ...]   # default: questions.jsonl
-    .venv/bin/python bench/train/question_pairs.py stats [FILE ...]
+    .venv/bin/python -m bench.train.question_pairs validate [FILE ...]   # default: questions.jsonl
+    .venv/bin/python -m bench.train.question_pairs stats [FILE ...]
 """
 
 from __future__ import annotations
@@ -23,13 +23,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-sys.path.insert(0, str(HERE.parent / "eval"))
-sys.path.insert(0, str(HERE.parent.parent))
-
-from pairs import Pair, document  # noqa: E402
-from questions import (  # noqa: E402  (the eval's questions module)
+from bench.eval.questions import (
     KINDS,
     NGRAM,
     definitions,
@@ -38,7 +32,10 @@ from questions import (  # noqa: E402  (the eval's questions module)
     simple_name,
     words,
 )
-from training_corpus import CACHE, load_manifest  # noqa: E402
+from bench.train.pair import Pair, document
+from bench.train.training_corpus import CACHE, load_manifest
+
+HERE = Path(__file__).resolve().parent
 
 DATA = HERE / "questions.jsonl"
 FIELDS = {"id", "language", "kind", "query", "library", "path", "name"}

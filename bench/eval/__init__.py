@@ -1,0 +1,1 @@
+"""Retrieval evals: code-rag against a plain baseline on held-out queries."""

@@ -1,0 +1,1 @@
+"""The embedding model's training: corpus, pairs, probe and fine-tune."""
