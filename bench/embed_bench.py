@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import sys
 import sysconfig
 import time
 from collections.abc import Callable
@@ -160,7 +159,7 @@ def main() -> None:
     parser.add_argument("--skip-ollama", action="store_true")
     args = parser.parse_args()
     print(machine.describe())
-    print(f"command: {' '.join([Path(sys.executable).name, *sys.argv])}")
+    print(f"command: {machine.command()}")
     chunks = code_chunks(args.chunks)
     if not args.skip_ollama:
         bench_ollama(chunks, args.repeats)

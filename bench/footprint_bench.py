@@ -26,7 +26,6 @@ import shutil
 import socket
 import statistics
 import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -238,7 +237,7 @@ def main() -> None:
     parser.add_argument("--keep", type=Path, help="reuse/keep this scratch folder")
     args = parser.parse_args()
     print(machine.describe())
-    print(f"command: {' '.join([Path(sys.executable).name, *sys.argv])}")
+    print(f"command: {machine.command()}")
     folder = args.keep or Path(tempfile.mkdtemp(prefix="code-rag-footprint-"))
     folder.mkdir(parents=True, exist_ok=True)
     folder.chmod(0o755)  # the embedded server runs as its own user and must reach its data

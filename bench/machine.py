@@ -1,10 +1,12 @@
 """One line on the machine a benchmark ran on, for docs/performance.md: cores, CPU, RAM,
-Python, and the load average at the start (these machines are shared; figures are noisy)."""
+Python, and the load average at the start (these machines are shared; figures are noisy); and
+the command that ran it."""
 
 from __future__ import annotations
 
 import os
 import platform
+import sys
 from pathlib import Path
 
 
@@ -27,3 +29,10 @@ def describe() -> str:
         f"{os.cpu_count()} CPUs (nproc), {cpu}, {ram}, Python {platform.python_version()}, "
         f"load average {load}"
     )
+
+
+def command() -> str:
+    """The command line that ran this benchmark, as it would be typed again from the root."""
+    spec = getattr(sys.modules["__main__"], "__spec__", None)
+    script = f"-m {spec.name}" if spec is not None else sys.argv[0]
+    return " ".join([".venv/bin/python", script, *sys.argv[1:]])

@@ -126,11 +126,6 @@ def query_vectors(embedder: Embedder, texts: Iterable[str], cache: Path) -> dict
     return {t: stored[t] for t in wanted}
 
 
-def product_vector(vectors: dict[str, np.ndarray], text: str) -> np.ndarray:
-    """The vector the product's vector side searches with for the query `text`."""
-    return vectors[candidates.vector_query(text)]
-
-
 def evaluate(
     db: Any,
     project: Project,
