@@ -495,13 +495,13 @@ def server(
         apps.append(create_app(settings, database=db, embedder=embedder, schedule=False))
         embedders.append(embedder)
     servers = [served.ServerThread(app).start() for app in apps]
-    https = [served.client() for _ in servers]
+    sessions = [served.client() for _ in servers]
     try:
         with db.connection() as conn:
             chunks = store.summary(conn, PROJECT).chunks
         urls = [s.url(PROJECT) for s in servers]
         for _ in range(5):  # warm-up: model sessions, pool, plans, term statistics
-            for http, url in zip(https, urls, strict=True):
+            for http, url in zip(sessions, urls, strict=True):
                 timed_search(http, url, fresh_query())
         time.sleep(1)
         idle_rss = rss_bytes()
@@ -509,7 +509,7 @@ def server(
             e.query_seconds.clear()
         totals: list[list[float]] = [[] for _ in servers]
         for _ in range(requests):
-            for n, (http, url) in enumerate(zip(https, urls, strict=True)):
+            for n, (http, url) in enumerate(zip(sessions, urls, strict=True)):
                 totals[n].append(timed_search(http, url, fresh_query()))
         print(f"\n{chunks:,} chunks; model {inner.identity.describe()}")
         print(f"one client, {requests} requests per setting, interleaved, top_k 10, hybrid:")
@@ -582,7 +582,7 @@ def server(
             f"{swept[-1] if swept else 0} files done): {len(during)} requests, {figures(during)}"
         )
     finally:
-        for http in https:
+        for http in sessions:
             http.close()
         for s in servers:
             s.stop()
