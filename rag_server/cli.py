@@ -15,7 +15,7 @@ from typing import Annotated, Any
 
 import typer
 
-from indexer.db import store
+from indexer.db import Schema, store
 from indexer.project import Project
 from indexer.search import search_code
 from indexer.status import project_status
@@ -70,7 +70,7 @@ def db_status(config: ConfigOption = None) -> None:
             configured = set(settings.projects)
             typer.echo(f"project schemas: {len(names)}")
             for name in names:
-                s = store.summary(conn, name)
+                s = store.summary(conn, Schema(name))
                 note = "" if name in configured else "  (not in the projects file)"
                 typer.echo(f"  {name:<24} {s.files:>8,} files {s.chunks:>10,} chunks{note}")
             for name in sorted(configured - set(names)):
