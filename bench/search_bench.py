@@ -48,20 +48,11 @@ from bench import machine, served
 from bench.sweep_bench import CORPUS, SITE, project
 from chunkers import embedding_text
 from chunkers.model import Chunk
-from indexer.db import (
-    Database,
-    lookup,
-    queries,
-    statements,
-    store,
-)
+from indexer.db import Conn, Database, Schema, lookup, queries, statements, store
 from indexer.embed import EmbedBatchResult, Embedder, EmbeddingModel
 from indexer.embed.local import LocalEmbedder
 from indexer.project import Project, Root
-from indexer.search import (
-    DEFAULT_EF_SEARCH,
-    fusion,
-)
+from indexer.search import DEFAULT_EF_SEARCH, keyword
 from indexer.search.fusion import DEFAULT_RANKING
 from indexer.sweep import (
     SweepOptions,
@@ -74,6 +65,7 @@ from rag_server.config import SearchSettings
 HERE = Path(__file__).resolve().parent
 
 PROJECT = "bench_search"
+SCHEMA = Schema(PROJECT)
 CACHE = HERE / ".cache" / "search-100k"
 DEFAULT_TOKENS = 32
 NOISE_SIGMA = 0.0247  # |noise|^2 = 384 sigma^2 ≈ 0.23: cosine ≈ 0.9 to the copied vector
@@ -149,17 +141,16 @@ def model_vectors(db: Database, limit: int = 20_000) -> tuple[int, np.ndarray]:
     """How many chunks the index holds now, and up to `limit` of their vectors (a resumed
     build: every chunk already there was embedded by the model)."""
     with db.connection() as conn:
-        if not store.project_exists(conn, PROJECT):
+        if not store.project_exists(conn, SCHEMA):
             return 0, np.zeros((0, 384), dtype=np.float32)
         rows = conn.execute(
-            store.statement(
+            SCHEMA.sql(
                 "SELECT embedding FROM {schema}.rag_chunk WHERE embedding IS NOT NULL "
-                "ORDER BY id LIMIT %(limit)s",
-                PROJECT,
+                "ORDER BY id LIMIT %(limit)s"
             ),
             {"limit": limit},
         ).fetchall()
-        chunks = store.summary(conn, PROJECT).chunks
+        chunks = store.summary(conn, SCHEMA).chunks
     return chunks, np.asarray([r[0].to_numpy() for r in rows], dtype=np.float32)
 
 
@@ -178,7 +169,7 @@ def build(cache: Path, tokens: int, budget_s: float) -> None:
         report = sweep_project(db, proj, embedder, SweepOptions())
         took = time.perf_counter() - started
         with db.connection() as conn:
-            chunks = store.summary(conn, PROJECT).chunks
+            chunks = store.summary(conn, SCHEMA).chunks
         facts = {
             "project": PROJECT,
             "packages": list(CORPUS),
@@ -209,11 +200,10 @@ def refill(cache: Path, from_id: int, tokens: int) -> None:
     try:
         with db.connection() as conn:
             rows = conn.execute(
-                store.statement(
+                SCHEMA.sql(
                     "SELECT c.id, f.path, f.language, c.symbol, c.kind, c.content, c.start_line,"
                     " c.end_line FROM {schema}.rag_chunk c JOIN {schema}.rag_file f"
-                    " ON f.id = c.file_id WHERE c.id >= %(from_id)s ORDER BY c.id",
-                    PROJECT,
+                    " ON f.id = c.file_id WHERE c.id >= %(from_id)s ORDER BY c.id"
                 ),
                 {"from_id": from_id},
             ).fetchall()
@@ -231,21 +221,19 @@ def refill(cache: Path, from_id: int, tokens: int) -> None:
         took = time.perf_counter() - started
         print(f"{len(rows):,} chunks embedded in {took:.0f} s", flush=True)
         with db.connection() as conn:
-            conn.execute(store.statement(statements.DROP_HNSW, PROJECT))
+            conn.execute(SCHEMA.sql(statements.DROP_HNSW))
             with conn.cursor() as cur:
                 cur.executemany(
-                    store.statement(
-                        "UPDATE {schema}.rag_chunk SET embedding = %s WHERE id = %s", PROJECT
-                    ),
+                    SCHEMA.sql("UPDATE {schema}.rag_chunk SET embedding = %s WHERE id = %s"),
                     [(np.asarray(v, dtype=np.float32), i) for v, i in vectors],
                 )
             conn.commit()
             # The updated rows left dead versions behind: clear them before the graph is built
             # (vacuuming them out of a built HNSW graph leaves it slower to search).
             conn.autocommit = True
-            conn.execute(store.statement("VACUUM ANALYZE {schema}.rag_chunk", PROJECT))
+            conn.execute(SCHEMA.sql("VACUUM ANALYZE {schema}.rag_chunk"))
             conn.autocommit = False
-            store.build_bulk_indexes(conn, PROJECT)
+            store.build_bulk_indexes(conn, SCHEMA)
             conn.commit()
         facts.update(copied_vectors=0, refilled_from_id=from_id, refilled=len(rows))
         manifest.write_text(json.dumps(facts) + "\n")
@@ -268,13 +256,13 @@ def lists(cache: Path, queries: int, ef_search: int) -> None:
             def timed_run(name: str, fn: Any, *args: Any) -> None:
                 t = time.perf_counter()
                 with conn.transaction():
-                    fn(conn, PROJECT, *args)
+                    fn(conn, SCHEMA, *args)
                 timed[name].append(time.perf_counter() - t)
 
             for i in pick:
                 timed_run("keyword", keyword_candidates, texts[i], NO_FILTERS)
                 timed_run("keyword, one repo", keyword_candidates, texts[i], one_repo)
-                timed_run("vector", lookup.vector_candidates, vectors[i], NO_FILTERS, 30, ef_search)
+                timed_run("vector", vector_candidates, vectors[i], NO_FILTERS, ef_search)
         print(f"{len(pick)} queries, each list alone (ef_search {ef_search}):")
         for name, values in timed.items():
             print(f"  {name:<18} {figures(values)}")
@@ -283,9 +271,18 @@ def lists(cache: Path, queries: int, ef_search: int) -> None:
 
 
 def keyword_candidates(
-    conn: Any, project: str, text: str, filters: dict[str, Any]
+    conn: Conn, schema: Schema, text: str, filters: dict[str, Any]
 ) -> list[tuple[int, float]]:
-    return fusion.keyword_candidates(conn, project, text, filters, DEFAULT_RANKING)
+    return keyword.keyword_candidates(conn, schema, text, filters, DEFAULT_RANKING)
+
+
+def vector_candidates(
+    conn: Conn, schema: Schema, vector: np.ndarray, filters: dict[str, Any], ef_search: int
+) -> list[tuple[int, float]]:
+    """The vector side's list at the product's depth, unfiltered (no iterative scan)."""
+    return lookup.vector_candidates(
+        conn, schema, vector, filters, DEFAULT_RANKING.vector_depth, ef_search, iterative_scan=False
+    )
 
 
 # --- queries --------------------------------------------------------------------------------
@@ -333,7 +330,7 @@ def exact_nearest(conn: Any, vector: np.ndarray, k: int) -> tuple[list[int], flo
     """The true `k` nearest chunks and the k-th distance: the same statement with index scans
     switched off."""
     rows = conn.execute(
-        store.statement(queries.VECTOR_CANDIDATES, PROJECT),
+        SCHEMA.sql(queries.VECTOR_CANDIDATES),
         {**NO_FILTERS, "vector": vector, "limit": k},
         prepare=False,  # a plan cached with index scans off would outlive the setting
     ).fetchall()
@@ -344,12 +341,11 @@ def distances(conn: Any, vector: np.ndarray, ids: Sequence[int]) -> list[float]:
     """Each chunk's distance as the vector ranker counts it: its nearest vector, its own or
     one of the definitions it holds that have their own."""
     rows = conn.execute(
-        store.statement(
+        SCHEMA.sql(
             "SELECT least(c.embedding <=> %(vector)s,"
             " (SELECT min(s.embedding <=> %(vector)s) FROM {schema}.rag_symbol s"
             "   WHERE s.chunk_id = c.id AND s.embedding IS NOT NULL))"
-            " FROM {schema}.rag_chunk c WHERE c.id = ANY(%(ids)s)",
-            PROJECT,
+            " FROM {schema}.rag_chunk c WHERE c.id = ANY(%(ids)s)"
         ),
         {"vector": vector, "ids": list(ids)},
     ).fetchall()
@@ -372,7 +368,7 @@ def recall(cache: Path, settings: Sequence[int], limit: int | None) -> None:
             vectors = vectors[np.linspace(0, len(vectors) - 1, limit).astype(int)]
         depth = DEFAULT_RANKING.vector_depth
         with db.connection() as conn:
-            chunks = store.summary(conn, PROJECT).chunks
+            chunks = store.summary(conn, SCHEMA).chunks
             print(f"{chunks:,} chunks; {len(vectors)} queries; vector side LIMIT {depth}")
             kept = cache / f"truth-{len(vectors)}.json"
             truth: list[tuple[list[int], float]] = []
@@ -394,7 +390,7 @@ def recall(cache: Path, settings: Sequence[int], limit: int | None) -> None:
                 for v, (exact, kth) in zip(vectors, truth, strict=True):
                     t = time.perf_counter()
                     with conn.transaction():
-                        found = lookup.vector_candidates(conn, PROJECT, v, NO_FILTERS, depth, ef)
+                        found = vector_candidates(conn, SCHEMA, v, NO_FILTERS, ef)
                         ids = [cid for cid, _ in found]
                     times.append(time.perf_counter() - t)
                     top = ids[:10]
@@ -498,7 +494,7 @@ def server(
     sessions = [served.client() for _ in servers]
     try:
         with db.connection() as conn:
-            chunks = store.summary(conn, PROJECT).chunks
+            chunks = store.summary(conn, SCHEMA).chunks
         urls = [s.url(PROJECT) for s in servers]
         for _ in range(5):  # warm-up: model sessions, pool, plans, term statistics
             for http, url in zip(sessions, urls, strict=True):
@@ -552,8 +548,8 @@ def server(
         )
 
         with db.connection() as conn:
-            if store.project_exists(conn, SWEEPING):
-                store.drop_project(conn, SWEEPING)
+            if store.project_exists(conn, Schema(SWEEPING)):
+                store.drop_project(conn, Schema(SWEEPING))
                 conn.commit()
         stop = threading.Event()
         swept: list[int] = []

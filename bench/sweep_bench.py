@@ -34,10 +34,7 @@ import numpy as np
 
 from bench import machine
 from chunkers import chunk_file, embedding_text, lone_definitions
-from indexer.db import (
-    Database,
-    store,
-)
+from indexer.db import Database, Schema, store
 from indexer.embed import (
     EmbedBatchResult,
     EmbeddingModel,
@@ -107,9 +104,11 @@ def project(name: str, packages: Sequence[str]) -> Project:
 
 
 def fresh(db: Database, name: str) -> None:
+    """Drop project `name`'s schema, if there is one: the next sweep is a first sweep."""
+    schema = Schema(name)
     with db.connection() as conn:
-        if store.project_exists(conn, name):
-            store.drop_project(conn, name)
+        if store.project_exists(conn, schema):
+            store.drop_project(conn, schema)
 
 
 def chunk_alone(files: Sequence[Candidate]) -> float:

@@ -33,15 +33,15 @@ import numpy as np
 from bench import machine
 from bench.eval import index as eval_index
 from bench.search_bench import NO_FILTERS, figures, open_database, query_vectors
-from indexer.db import ChunkRow, FileRecord, SymbolRow, bulk, queries, store
+from indexer.db import ChunkRow, FileRecord, Schema, SymbolRow, bulk, queries, store
 from indexer.embed.local import LocalEmbedder
 from indexer.search import DEFAULT_EF_SEARCH
 
 HERE = Path(__file__).resolve().parent
 
-PROJECT = "bench_vectors"
+PROJECT = Schema("bench_vectors")
 CACHE = HERE / ".cache" / "vectors-100k"
-SOURCE = "eval_chunker"  # the docstring eval's index, shipped model
+SOURCE = Schema("eval_chunker")  # the docstring eval's index, shipped model
 NOISE_SIGMA = 0.0247  # as search_bench: cosine ≈ 0.9 to the copied vector
 PER_FILE = 10
 DEPTH = 30  # the product's vector depth (Ranking.vector_depth)
@@ -66,13 +66,14 @@ def model_pool() -> np.ndarray:
     try:
         with db.connection() as conn:
             if not store.project_exists(conn, SOURCE):
-                raise SystemExit(f"no eval index {SOURCE}: run `python -m bench.eval.run` first")
+                raise SystemExit(
+                    f"no eval index {SOURCE.name}: run `python -m bench.eval.run` first"
+                )
             rows = conn.execute(
-                store.statement(
+                SOURCE.sql(
                     "SELECT embedding FROM {schema}.rag_chunk WHERE embedding IS NOT NULL"
                     " UNION ALL "
-                    "SELECT embedding FROM {schema}.rag_symbol WHERE embedding IS NOT NULL",
-                    SOURCE,
+                    "SELECT embedding FROM {schema}.rag_symbol WHERE embedding IS NOT NULL"
                 )
             ).fetchall()
     finally:
@@ -131,10 +132,9 @@ def build(cache: Path, chunks: int, definitions: int) -> None:
             conn.commit()
             print(f"  indexes built in {time.perf_counter() - t:.0f} s")
             counts = conn.execute(
-                store.statement(
+                PROJECT.sql(
                     "SELECT (SELECT count(*) FROM {schema}.rag_chunk),"
-                    " (SELECT count(*) FROM {schema}.rag_symbol WHERE embedding IS NOT NULL)",
-                    PROJECT,
+                    " (SELECT count(*) FROM {schema}.rag_symbol WHERE embedding IS NOT NULL)"
                 )
             ).fetchone()
     finally:
@@ -150,7 +150,7 @@ def timed(conn: Any, text: str, vector: np.ndarray, ef_search: int) -> tuple[flo
     with conn.transaction():
         conn.execute(queries.SET_EF_SEARCH, {"ef": str(ef_search)})
         rows = conn.execute(
-            store.statement(text, PROJECT),
+            PROJECT.sql(text),
             {**NO_FILTERS, "vector": vector, "limit": DEPTH},
             prepare=False,
         ).fetchall()
@@ -162,7 +162,7 @@ def exact(conn: Any, vector: np.ndarray) -> list[int]:
         for step in EXACT_OFF:
             conn.execute(step)
         rows = conn.execute(
-            store.statement(queries.VECTOR_CANDIDATES, PROJECT),
+            PROJECT.sql(queries.VECTOR_CANDIDATES),
             {**NO_FILTERS, "vector": vector, "limit": 10},
             prepare=False,
         ).fetchall()

@@ -35,11 +35,7 @@ from bench.eval.questions_eval import golds_of
 from bench.eval.run import docstring_gold
 from bench.sweep_bench import CORPUS, SITE
 from chunkers import CHUNKER_VERSION
-from indexer.db import (
-    Database,
-    statements,
-    store,
-)
+from indexer.db import Database, Schema, store
 from indexer.embed import make_embedder
 from indexer.project import Project, Root
 from indexer.search import search_code
@@ -47,6 +43,7 @@ from indexer.search.fusion import DEFAULT_RANKING
 from indexer.sweep import SweepOptions, sweep_project
 
 PROJECT = "eval_at_scale"
+SCHEMA = Schema(PROJECT)
 COPIED = ("rag_file", "rag_chunk", "rag_symbol", "rag_text_block", "rag_meta")
 WITH_IDS = ("rag_file", "rag_chunk", "rag_symbol")
 
@@ -65,10 +62,10 @@ def copy_benchmark_index(db: Database) -> None:
     source = pgsql.Identifier(search_bench.PROJECT)
     target = pgsql.Identifier(PROJECT)
     with db.connection() as conn:
-        store.ensure_project(conn, PROJECT)
+        store.ensure_project(conn, SCHEMA)
         conn.commit()
-        store.set_embedding_dimension(conn, PROJECT, 384)
-        store.drop_bulk_indexes(conn, PROJECT)
+        store.set_embedding_dimension(conn, SCHEMA, 384)
+        store.drop_bulk_indexes(conn, SCHEMA)
         with conn.transaction():
             conn.execute(pgsql.SQL("DELETE FROM {}.rag_meta").format(target))
             for table in COPIED:
@@ -84,9 +81,8 @@ def copy_benchmark_index(db: Database) -> None:
                     ).format(target, pgsql.Identifier(table)),
                     {"t": f"{PROJECT}.{table}"},
                 )
-        store.build_bulk_indexes(conn, PROJECT)
-        with conn.transaction():
-            conn.execute(store.statement(statements.ANALYZE_CHUNKS, PROJECT))
+        store.build_bulk_indexes(conn, SCHEMA)
+        store.analyze_chunks(conn, SCHEMA)
 
 
 def main() -> None:
@@ -117,8 +113,8 @@ def main() -> None:
     try:
         project = scaled_project(questions_root, libs, docstring_root)
         with db.connection() as conn:
-            exists = store.project_exists(conn, PROJECT)
-            chunked_by = store.get_meta(conn, PROJECT, "chunker_version") if exists else None
+            exists = store.project_exists(conn, SCHEMA)
+            chunked_by = store.get_meta(conn, SCHEMA, "chunker_version") if exists else None
         if chunked_by not in (None, CHUNKER_VERSION):
             # A sweep would re-chunk the copied benchmark files and embed them in full: hours.
             raise SystemExit(
@@ -133,7 +129,7 @@ def main() -> None:
             print(f"copied the benchmark's index in {time.perf_counter() - t:.0f} s", flush=True)
         report = sweep_project(db, project, model, SweepOptions())
         with db.connection() as conn:
-            chunks = store.summary(conn, PROJECT).chunks
+            chunks = store.summary(conn, SCHEMA).chunks
         print(
             f"sweep: {report.files_changed:,} files changed, {report.chunks_written:,} chunks "
             f"written in {report.seconds['total']:.0f} s; {chunks:,} chunks in the project"

@@ -23,10 +23,7 @@ from psycopg import sql as pgsql
 import indexer.sweep.write as sweep_module
 from chunkers import Chunk, ChunkerConfig, embedding_text
 from indexer import lexical
-from indexer.db import (
-    Database,
-    store,
-)
+from indexer.db import Conn, Database, Schema, store
 from indexer.embed import Embedder
 from indexer.embed.model_dir import bundled_model_dir, read_manifest
 from indexer.project import Project, Root
@@ -148,15 +145,14 @@ def ensure_index(
         raise SystemExit(
             f"the eval index has {report.files_failed} failed files: {report.failures}"
         )
+    schema = Schema(project.name)
     with db.connection() as conn:
         # Planner statistics (and the term frequencies the keyword ranker reads) after a load.
-        table = pgsql.Identifier(project.name, "rag_chunk")
-        conn.execute(pgsql.SQL("ANALYZE {}").format(table))
-        conn.commit()
-        chunks = conn.execute(pgsql.SQL("SELECT count(*) FROM {}").format(table)).fetchone()
+        store.analyze_chunks(conn, schema)
+        chunks = store.chunk_count(conn, schema)
     manifest = {
         **wanted,
-        "chunks": chunks[0] if chunks else 0,
+        "chunks": chunks,
         "files": report.files_seen,
         "chunks_embedded": report.chunks_embedded,
         "definitions_embedded": report.definitions_embedded,
@@ -173,36 +169,37 @@ def ensure_index(
 DEFINITION_RE = re.compile(r"^[ \t]*(?:async[ \t]+)?(?:def|class)[ \t]+([A-Za-z_]\w*)", re.M)
 
 
-def copy_project(conn: Any, source: str, name: str, tables: Sequence[str]) -> None:
-    """`name` made afresh (dropped first if it exists) with `source`'s embedding dimension, and
-    the rows of `tables` copied from `source`, ids and all: an index-side experiment's copy."""
-    if store.project_exists(conn, name):
-        store.drop_project(conn, name)
-    store.ensure_project(conn, name)
+def copy_project(conn: Conn, source: Schema, target: Schema, tables: Sequence[str]) -> None:
+    """`target` made afresh (dropped first if it exists) with `source`'s embedding dimension,
+    and the rows of `tables` copied from `source`, ids and all: an index-side experiment's
+    copy."""
+    if store.project_exists(conn, target):
+        store.drop_project(conn, target)
+    store.ensure_project(conn, target)
     dim = store.embedding_dimension(conn, source)
     assert dim is not None
-    store.set_embedding_dimension(conn, name, dim)
+    store.set_embedding_dimension(conn, target, dim)
     for table in tables:
         conn.execute(
             pgsql.SQL("INSERT INTO {} SELECT * FROM {} ON CONFLICT DO NOTHING").format(
-                pgsql.Identifier(name, table), pgsql.Identifier(source, table)
+                target.table(table), source.table(table)
             )
         )
 
 
-def add_symbol_terms(conn: Any, project: str, updates: Sequence[dict[str, Any]]) -> None:
+def add_symbol_terms(conn: Conn, schema: Schema, updates: Sequence[dict[str, Any]]) -> None:
     """Add `terms` to chunk `id`'s symbol-weighted (A) keyword terms, for each update; then
     refresh the statistics the keyword ranker's term rarities come from."""
-    chunks = pgsql.Identifier(project, "rag_chunk")
     with conn.cursor() as cur:
         cur.executemany(
-            pgsql.SQL(
-                "UPDATE {} SET tsv = tsv || setweight(to_tsvector('simple', %(terms)s), 'A') "
-                "WHERE id = %(id)s"
-            ).format(chunks),
+            schema.sql(
+                "UPDATE {schema}.rag_chunk"
+                " SET tsv = tsv || setweight(to_tsvector('simple', %(terms)s), 'A')"
+                " WHERE id = %(id)s"
+            ),
             updates,
         )
-    conn.execute(pgsql.SQL("ANALYZE {}").format(chunks))
+    store.analyze_chunks(conn, schema)
 
 
 def with_definition_terms(db: Database, project: Project) -> Project:
@@ -210,16 +207,16 @@ def with_definition_terms(db: Database, project: Project) -> Project:
     the one the chunk is named after) adds its name to the symbol-weighted (A) terms. Small
     functions merged into a neighbour's chunk then weigh like the chunk's own symbol."""
     copy = Project(f"{project.name}_defs", project.roots)
+    schema = Schema(copy.name)
     with db.connection() as conn:
-        copy_project(conn, project.name, copy.name, ("rag_meta", "rag_file", "rag_chunk"))
-        chunks = pgsql.Identifier(copy.name, "rag_chunk")
-        rows = conn.execute(pgsql.SQL("SELECT id, symbol, content FROM {}").format(chunks))
+        copy_project(conn, Schema(project.name), schema, ("rag_meta", "rag_file", "rag_chunk"))
+        rows = conn.execute(schema.sql("SELECT id, symbol, content FROM {schema}.rag_chunk"))
         updates = []
         for chunk_id, symbol, content in rows.fetchall():
             own = (symbol or "").rpartition(".")[2]
             names = [n for n in DEFINITION_RE.findall(content) if n != own]
             if names:
                 updates.append({"id": chunk_id, "terms": lexical.terms_text(" ".join(names))})
-        add_symbol_terms(conn, copy.name, updates)
+        add_symbol_terms(conn, schema, updates)
         conn.commit()
     return copy

@@ -23,31 +23,20 @@ import numpy as np
 from psycopg import sql as pgsql
 
 from bench.eval.index import CACHE, copy_project, open_database, prepare_dirs
-from indexer.db import store
-from indexer.search.fusion import (
-    DEFAULT_RANKING,
-    Ranking,
-    TermStats,
-    keyword_candidates,
-    keyword_plan,
-    term_stats,
-)
+from indexer import lexical
+from indexer.db import Conn, Schema, store
+from indexer.search.fusion import DEFAULT_RANKING, Ranking
+from indexer.search.keyword import TermStats, keyword_candidates, keyword_plan, read_term_stats
 
 COPIES = 40
-SOURCE = "eval_chunker"
-SCALED = "eval_scaled"
+SOURCE = Schema("eval_chunker")
+SCALED = Schema("eval_scaled")
 
 
-def build(conn: store.Conn, copies: int) -> int:
+def build(conn: Conn, copies: int) -> int:
     copy_project(conn, SOURCE, SCALED, ())
-    src_file, src_chunk = (
-        pgsql.Identifier(SOURCE, "rag_file"),
-        pgsql.Identifier(SOURCE, "rag_chunk"),
-    )
-    dst_file, dst_chunk = (
-        pgsql.Identifier(SCALED, "rag_file"),
-        pgsql.Identifier(SCALED, "rag_chunk"),
-    )
+    src_file, src_chunk = SOURCE.table("rag_file"), SOURCE.table("rag_chunk")
+    dst_file, dst_chunk = SCALED.table("rag_file"), SCALED.table("rag_chunk")
     conn.execute(
         pgsql.SQL(
             "INSERT INTO {} (id, repo, path, size, mtime_ns, sha256, language, chunk_count) "
@@ -65,7 +54,7 @@ def build(conn: store.Conn, copies: int) -> int:
         ).format(dst_chunk, src_chunk),
         {"n": copies},
     )
-    conn.execute(pgsql.SQL("ANALYZE {}").format(dst_chunk))
+    store.analyze_chunks(conn, SCALED)
     conn.commit()
     return store.chunk_count(conn, SCALED)
 
@@ -99,7 +88,7 @@ def main() -> None:
     try:
         with db.connection() as conn:
             chunks = build(conn, COPIES)
-            stats = term_stats(conn, SCALED, fresh=True)
+            stats = read_term_stats(conn, SCALED)
             print(f"\n## keyword side alone, {chunks:,} chunks, {len(queries)} test queries\n")
             print("| keyword ranker | rows matched (median) | p50 ms | p95 ms |")
             print("|---|---:|---:|---:|")
@@ -124,8 +113,6 @@ def main() -> None:
 
 
 def _estimate(stats: TermStats, query: str, ranking: Ranking) -> float:
-    from indexer import lexical
-
     words = lexical.query_terms(query, stopwords=ranking.stopwords)
     if not ranking.idf:
         return min(sum(stats.shares.get(w, stats.floor) for w in words), 1.0) * stats.rows

@@ -56,7 +56,7 @@ from bench.eval.index import (
     project_for,
     with_definition_terms,
 )
-from indexer.db import lookup
+from indexer.db import Schema
 from indexer.embed import (
     Embedder,
     make_embedder,
@@ -69,13 +69,11 @@ from indexer.search.fusion import (
     Ranking,
     collapse,
     fuse,
-    scored,
-    shaping_rows,
+    shortlist,
 )
 
 TOP_K = 10
 GATHER_DEPTH = 200  # candidates per ranker gathered once for tuning and ablations
-SHORTLIST = 3  # search_code reads back and collapses the best 3 x top_k fused candidates
 NO_FILTERS: dict[str, Any] = {"repo": None, "language": None, "path_re": None}
 
 
@@ -116,15 +114,17 @@ def gather(
     for name in keyword_variants:
         g.keyword[name], g.keyword_scores[name], g.verbatim[name] = [], [], []
     ids: set[int] = set()
+    schema = Schema(project.name)
+    deep = DEFAULT_RANKING.deep_enough(GATHER_DEPTH)
     for i, q in enumerate(queries, 1):
         with conn.transaction():
-            vector = candidates.vector_param(embedder.embed_query(candidates.vector_query(q.text)))
-            nearest = lookup.vector_candidates(
-                conn, project.name, vector, NO_FILTERS, GATHER_DEPTH, ef_search
+            vector = embedder.embed_query(candidates.vector_query(q.text))
+            # No filters here, so pgvector's iterative scan would change nothing.
+            found, similarities = candidates.nearest(
+                conn, schema, vector, NO_FILTERS, deep, ef_search, iterative_scan=False
             )
-            found, similarities = scored(nearest)
             exact = candidates.other_candidates(
-                conn, project.name, q.text, NO_FILTERS, DEFAULT_RANKING, keyword=False
+                conn, schema, q.text, NO_FILTERS, deep, keyword=False
             ).exact
             g.vector.append(found)
             g.vector_scores.append(similarities)
@@ -133,10 +133,10 @@ def gather(
             for name, variant in keyword_variants.items():
                 k = candidates.other_candidates(
                     conn,
-                    (projects or {}).get(name, project).name,
+                    Schema((projects or {}).get(name, project).name),
                     q.text,
                     NO_FILTERS,
-                    replace(variant, keyword_depth=GATHER_DEPTH),
+                    variant.deep_enough(GATHER_DEPTH),
                 )
                 g.keyword[name].append(k.keyword)
                 g.keyword_scores[name].append(k.keyword_scores)
@@ -145,20 +145,16 @@ def gather(
         if i % 100 == 0:
             print(f"\r  gathered {i}/{len(queries)}", end="", file=sys.stderr, flush=True)
     print(file=sys.stderr)
-    g.details, g.pieces = shaping_rows(conn, project.name, sorted(ids))
+    g.details, g.pieces = candidates.shaping_rows(conn, schema, sorted(ids))
     conn.rollback()
     return g
 
 
 def replay(g: Gathered, variant: str, ranking: Ranking, mode: str) -> Scores:
     """Fusion and collapse as search_code does them, over the gathered lists: each list cut at
-    its depth (at least 3 x top_k), the best SHORTLIST x top_k fused candidates collapsed."""
+    its depth (at least 3 x top_k), the shortlist of fused candidates collapsed."""
     out = Scores()
-    r = replace(
-        ranking,
-        vector_depth=max(ranking.vector_depth, TOP_K * 3),
-        keyword_depth=max(ranking.keyword_depth, TOP_K * 3),
-    )
+    r = ranking.deep_enough(TOP_K * 3)
     for i, q in enumerate(g.queries):
         c = Candidates(
             vector=g.vector[i] if mode != "keyword" else [],
@@ -168,9 +164,7 @@ def replay(g: Gathered, variant: str, ranking: Ranking, mode: str) -> Scores:
             vector_scores=g.vector_scores[i] if mode != "keyword" else [],
             keyword_scores=g.keyword_scores[variant][i] if mode != "vector" else [],
         )
-        scores = fuse(c, r)
-        ordered = sorted(scores, key=lambda cid: (-scores[cid], cid))[: TOP_K * SHORTLIST]
-        hits = collapse(ordered, g.details, TOP_K, g.pieces)
+        hits = collapse(shortlist(fuse(c, r), TOP_K), g.details, TOP_K, g.pieces)
         out.add(first_hit([row for row, _ in hits], docstring_gold(q)))
     return out
 
