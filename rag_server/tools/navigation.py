@@ -25,7 +25,13 @@ from indexer.search import (
     grep,
 )
 from rag_server.service import Service
-from rag_server.tools.schemas import FILTERS, NULLABLE_STRING, input_schema
+from rag_server.tools.schemas import (
+    FILTERS,
+    NULLABLE_STRING,
+    filter_arguments,
+    how_many,
+    input_schema,
+)
 from rag_server.tools.spec import ToolSpec, bound_list
 
 SYMBOL_SCHEMA: dict[str, Any] = {
@@ -79,13 +85,9 @@ FIND_SYMBOL_INPUT = input_schema(
         },
         "kind": {"type": "string", "description": "Only this kind: function, method, class..."},
         **FILTERS,
-        "limit": {
-            "type": "integer",
-            "minimum": 1,
-            "maximum": MAX_SYMBOL_LIMIT,
-            "default": DEFAULT_SYMBOL_LIMIT,
-            "description": "How many definitions to return.",
-        },
+        "limit": how_many(
+            MAX_SYMBOL_LIMIT, DEFAULT_SYMBOL_LIMIT, "How many definitions to return."
+        ),
     },
     required=["name"],
 )
@@ -143,13 +145,11 @@ GET_OUTLINE_OUTPUT: dict[str, Any] = {
 }
 
 
-_MAX_RESULTS = {
-    "type": "integer",
-    "minimum": 1,
-    "maximum": MAX_RESULTS,
-    "default": DEFAULT_MAX_RESULTS,
-    "description": "At most this many lines; complete: false says there were more.",
-}
+_MAX_RESULTS = how_many(
+    MAX_RESULTS,
+    DEFAULT_MAX_RESULTS,
+    "At most this many lines; complete: false says there were more.",
+)
 _LINE: dict[str, Any] = {
     "type": "object",
     "properties": {
@@ -234,9 +234,7 @@ def find_symbol_handler(
         str(args["name"]),
         match=args.get("match") or "exact",
         kind=args.get("kind") or None,
-        repo=args.get("repo") or None,
-        language=args.get("language") or None,
-        path_glob=args.get("path_glob") or None,
+        **filter_arguments(args),
         limit=int(args.get("limit") or DEFAULT_SYMBOL_LIMIT),
     )
     return bound_list(found.to_dict(), "symbols")
@@ -256,9 +254,7 @@ def grep_handler(service: Service, project: Project, args: Mapping[str, Any]) ->
         str(args["pattern"]),
         regex=bool(args.get("regex", False)),
         case_sensitive=bool(args.get("case_sensitive", True)),
-        repo=args.get("repo") or None,
-        language=args.get("language") or None,
-        path_glob=args.get("path_glob") or None,
+        **filter_arguments(args),
         max_results=int(args.get("max_results") or DEFAULT_MAX_RESULTS),
     )
     return _bound_lines(found, "matches")
@@ -271,9 +267,7 @@ def find_references_handler(
         service.db,
         project,
         str(args["name"]),
-        repo=args.get("repo") or None,
-        language=args.get("language") or None,
-        path_glob=args.get("path_glob") or None,
+        **filter_arguments(args),
         max_results=int(args.get("max_results") or DEFAULT_MAX_RESULTS),
     )
     return _bound_lines(found, "references")

@@ -6,7 +6,8 @@ argument or field in every tool that has it.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, TypedDict
 
 NULLABLE_STRING: dict[str, Any] = {"type": ["string", "null"]}
 CHUNK_ID: dict[str, Any] = {
@@ -28,6 +29,32 @@ PATH_GLOB: dict[str, Any] = {
     "e.g. 'src/billing/**' or '**/*_test.go'.",
 }
 FILTERS: dict[str, Any] = {"repo": REPO, "language": LANGUAGE, "path_glob": PATH_GLOB}
+
+
+class Filters(TypedDict):
+    repo: str | None
+    language: str | None
+    path_glob: str | None
+
+
+def filter_arguments(args: Mapping[str, Any]) -> Filters:
+    """The FILTERS a call gave, as the index's look-ups take them (empty means no filter)."""
+    return Filters(
+        repo=args.get("repo") or None,
+        language=args.get("language") or None,
+        path_glob=args.get("path_glob") or None,
+    )
+
+
+def how_many(maximum: int, default: int, description: str) -> dict[str, Any]:
+    """A count argument: from 1 to `maximum`."""
+    return {
+        "type": "integer",
+        "minimum": 1,
+        "maximum": maximum,
+        "default": default,
+        "description": description,
+    }
 
 
 def input_schema(properties: dict[str, Any], required: list[str]) -> dict[str, Any]:

@@ -23,8 +23,18 @@ from indexer.search import (
 )
 from rag_server.mcp import fits_in_result
 from rag_server.service import Service
-from rag_server.tools.schemas import CHUNK_ID, FILTERS, NULLABLE_STRING, input_schema
+from rag_server.tools.schemas import (
+    CHUNK_ID,
+    FILTERS,
+    NULLABLE_STRING,
+    filter_arguments,
+    how_many,
+    input_schema,
+)
 from rag_server.tools.spec import ToolSpec
+
+# What locates a hit and a chunk alike: every result names them.
+_LOCATED = ["chunk_id", "repo", "path", "absolute_path", "start_line", "end_line", "symbol"]
 
 HIT_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -58,13 +68,7 @@ HIT_SCHEMA: dict[str, Any] = {
         },
     },
     "required": [
-        "chunk_id",
-        "repo",
-        "path",
-        "absolute_path",
-        "start_line",
-        "end_line",
-        "symbol",
+        *_LOCATED,
         "score",
         "snippet",
     ],
@@ -78,13 +82,7 @@ SEARCH_INPUT = input_schema(
             "description": "What you are looking for, in words or identifiers: "
             "'where invoices get their number', 'retry with backoff', 'parse_config'.",
         },
-        "top_k": {
-            "type": "integer",
-            "minimum": 1,
-            "maximum": MAX_TOP_K,
-            "default": DEFAULT_TOP_K,
-            "description": "How many hits to return.",
-        },
+        "top_k": how_many(MAX_TOP_K, DEFAULT_TOP_K, "How many hits to return."),
         **FILTERS,
     },
     required=["query"],
@@ -134,13 +132,7 @@ GET_CHUNK_OUTPUT: dict[str, Any] = {
         "truncated": {"type": "boolean"},
     },
     "required": [
-        "chunk_id",
-        "repo",
-        "path",
-        "absolute_path",
-        "start_line",
-        "end_line",
-        "symbol",
+        *_LOCATED,
         "text",
         "text_start_line",
         "text_end_line",
@@ -176,9 +168,7 @@ def search_handler(service: Service, project: Project, args: Mapping[str, Any]) 
         service.embedder,
         query,
         top_k=int(args.get("top_k") or DEFAULT_TOP_K),
-        repo=args.get("repo") or None,
-        language=args.get("language") or None,
-        path_glob=args.get("path_glob") or None,
+        **filter_arguments(args),
         ef_search=service.settings.search.ef_search,
         query_vectors=service.query_vectors,
     )
