@@ -13,7 +13,7 @@ from dataclasses import dataclass
 # 2: files carry their symbol table; 3: and their text (re-chunking fills both; unchanged
 # chunks keep their vectors); 4: no window nests inside the one before it (a blank stretch in
 # a long definition left slivers); 5: chunks of 2,000 characters (up to 3,333) instead of
-# 1,200 (up to 2,000): more hits on developer questions (docs/performance.md); 6: a definition
+# 1,200 (up to 2,000): more hits on developer questions (docs/lab-log.md); 6: a definition
 # no chunk speaks for (merged into a neighbour's chunk, nested) gets a vector of its own
 # (`lone_definitions`; unchanged chunks keep their vectors).
 CHUNKER_VERSION = 6

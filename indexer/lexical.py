@@ -91,53 +91,16 @@ def path_terms_text(path: str) -> str:
     return terms_text(path.replace("/", " ").replace(".", " "))
 
 
-def query_terms(query: str, *, stopwords: bool = True, compounds: int = 0) -> list[str]:
+def query_terms(query: str, *, stopwords: bool = True) -> list[str]:
     """Distinct terms of a query, in order of first appearance, capped; function words are
-    dropped unless nothing else is left (a query of only "is it" still searches). With
-    `compounds` n, runs of 2..n adjacent one-part words are added joined ("retry delay" ->
-    `retrydelay`), the whole-name term an identifier `retryDelay` or `retry_delay` is indexed
-    under; a run neither starts nor ends with a function word."""
+    dropped unless nothing else is left (a query of only "is it" still searches)."""
     seen: dict[str, None] = {}
     for term in terms(query):
         seen.setdefault(term, None)
     words = list(seen)
     if stopwords:
         words = [w for w in words if w not in STOPWORDS] or words
-    words = words[:MAX_QUERY_TERMS]
-    for joined in _compound_runs(query, compounds):
-        if len(words) >= MAX_QUERY_TERMS:
-            break
-        if joined not in words:
-            words.append(joined)
-    return words
-
-
-def _compound_runs(query: str, longest: int) -> list[str]:
-    """Runs of 2..`longest` adjacent one-part words of `query`, joined, shortest first."""
-    if longest < 2:
-        return []
-    # A name of several parts already yields its joined form: it ends a stretch of words.
-    stretches: list[list[str]] = [[]]
-    for match in IDENTIFIER_RE.finditer(query):
-        piece = match.group(0)
-        if len(split_identifier(piece)) == 1:
-            stretches[-1].append(piece.lower())
-        elif stretches[-1]:
-            stretches.append([])
-    out: list[str] = []
-    for size in range(2, longest + 1):
-        for words in stretches:
-            for start in range(len(words) - size + 1):
-                run = words[start : start + size]
-                joined = "".join(run)
-                if (
-                    run[0] not in STOPWORDS
-                    and run[-1] not in STOPWORDS
-                    and len(joined) <= MAX_TERM_CHARS
-                    and joined not in out
-                ):
-                    out.append(joined)
-    return out
+    return words[:MAX_QUERY_TERMS]
 
 
 def stem(word: str) -> str:

@@ -82,3 +82,8 @@ class Project:
 
     def root(self, repo: str) -> Root | None:
         return next((r for r in self.roots if r.name == repo), None)
+
+    def unavailable(self, repo: str) -> str | None:
+        """Why the root labelled `repo` cannot be read now (None: it can, or it is not ours)."""
+        root = self.root(repo)
+        return root_problem(root.path) if root is not None else None

@@ -9,7 +9,7 @@ from typing import Any
 
 from chunkers import CHUNKER_VERSION
 from indexer.clock import iso
-from indexer.db import store
+from indexer.db import Conn, Schema, store
 from indexer.project import ROOT_EMPTY, Project, Root, root_problem
 
 MAX_FAILURES = 20
@@ -92,14 +92,15 @@ def repo_status(root: Root, files: int, chunks: int) -> RepoStatus:
     return RepoStatus(root.name, str(root.path), files, chunks, problem is None, problem)
 
 
-def project_status(conn: store.Conn, project: Project) -> ProjectStatus:
+def project_status(conn: Conn, project: Project) -> ProjectStatus:
     """Everything the database knows about one configured project."""
-    running = store.sweep_running(conn, project.name)
-    if not store.project_exists(conn, project.name):
+    schema = Schema(project.name)
+    running = store.sweep_running(conn, schema)
+    if not store.project_exists(conn, schema):
         repos = tuple(repo_status(r, 0, 0) for r in project.roots)
         return ProjectStatus(project.name, indexed=False, repos=repos, sweep_running=running)
-    summary = store.summary(conn, project.name)
-    counts = {c.repo: c for c in store.repo_counts(conn, project.name)}
+    summary = store.summary(conn, schema)
+    counts = {c.repo: c for c in store.repo_counts(conn, schema)}
     repos = tuple(
         repo_status(
             r,
@@ -108,12 +109,12 @@ def project_status(conn: store.Conn, project: Project) -> ProjectStatus:
         )
         for r in project.roots
     )
-    records = store.last_sweeps(conn, project.name, limit=1)
+    records = store.last_sweeps(conn, schema, limit=1)
     failures = tuple(
         {"repo": f.repo, "path": f.path, "error": f.error, "since": iso(f.error_at)}
-        for f in store.failures(conn, project.name, limit=MAX_FAILURES)
+        for f in store.failures(conn, schema, limit=MAX_FAILURES)
     )
-    meta = store.all_meta(conn, project.name)
+    meta = store.all_meta(conn, schema)
     chunker_version = meta.get("chunker_version")
     return ProjectStatus(
         project=project.name,

@@ -12,19 +12,19 @@ import sys
 
 import typer
 
-from indexer.db import store
+from indexer.db import Conn, ProjectSummary, Schema, store
 from rag_server.config import Settings
 
 
-def drop_plan(conn: store.Conn, settings: Settings) -> list[store.ProjectSummary]:
+def drop_plan(conn: Conn, settings: Settings) -> list[ProjectSummary]:
     return [
-        store.summary(conn, name)
+        store.summary(conn, Schema(name))
         for name in store.list_projects(conn)
         if name not in settings.projects
     ]
 
 
-def reconcile(conn: store.Conn, settings: Settings, yes: bool) -> bool:
+def reconcile(conn: Conn, settings: Settings, yes: bool) -> bool:
     """Drop the schemas of projects gone from the config, after confirmation; False if refused."""
     plan = drop_plan(conn, settings)
     conn.rollback()
@@ -51,7 +51,7 @@ def reconcile(conn: store.Conn, settings: Settings, yes: bool) -> bool:
             typer.echo("Nothing dropped.")
             return False
     for s in plan:
-        store.drop_project(conn, s.name)
+        store.drop_project(conn, Schema(s.name))
         conn.commit()
         typer.echo(f"dropped schema `{s.name}`")
     return True

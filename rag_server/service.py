@@ -19,11 +19,11 @@ from datetime import datetime
 from typing import Any
 
 from indexer.clock import iso, now
-from indexer.db import Database, store
+from indexer.db import Database, Schema, store
 from indexer.embed import Embedder
 from indexer.errors import ProjectNotFound, RagError, SweepRunning
 from indexer.project import Project
-from indexer.search import QueryVectorCache
+from indexer.search import QueryVectorCache, TermStatsCache
 from indexer.status import ProjectStatus, project_status
 from indexer.sweep import sweep_project
 from rag_server.config import Settings, select_projects, sweep_options
@@ -100,6 +100,8 @@ class Service:
         self.embedder = embedder
         # Vectors of recent queries: a repeated query skips the model.
         self.query_vectors = QueryVectorCache()
+        # Each project's keyword statistics, read at most once a minute.
+        self.term_stats = TermStatsCache()
         self.projects: dict[str, Project] = dict(settings.projects)
         self._lock = threading.Lock()
         self._active: dict[str, ActiveRun] = {}
@@ -241,9 +243,10 @@ class Service:
     def never_swept(self, name: str) -> bool:
         """True when the project has no schema yet or no finished sweep."""
         with self.db.reading(f"reading the index of {name}") as conn:
-            if not store.project_exists(conn, name):
+            schema = Schema(name)
+            if not store.project_exists(conn, schema):
                 return True
-            return store.summary(conn, name).last_sweep_at is None
+            return store.summary(conn, schema).last_sweep_at is None
 
     def index_status(self, name: str) -> ProjectStatus:
         """What the database knows of one project (see `indexer.status`)."""

@@ -18,7 +18,7 @@ from typing import Any
 import psycopg
 import pytest
 
-from indexer.db import Database, store
+from indexer.db import Database, Schema, store
 
 # Nothing in the suite may reach a model hub or the internet.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -97,6 +97,6 @@ def project_name(conn: psycopg.Connection[Any]) -> Iterator[str]:
     name = f"t{os.getpid()}_{next(_names)}"
     yield name
     conn.rollback()
-    if store.project_exists(conn, name):
-        store.drop_project(conn, name)
+    if store.project_exists(conn, Schema(name)):
+        store.drop_project(conn, Schema(name))
     conn.commit()

@@ -25,7 +25,7 @@ import uvicorn
 from litestar import Litestar
 from ollama_standin import OllamaStandin, ollama_standin  # noqa: F401  (re-exported fixture)
 
-from indexer.db import Database, store
+from indexer.db import Database, Schema, store
 from indexer.embed import Embedder, make_embedder
 from indexer.project import Project, Root
 from indexer.sweep import sweep_project
@@ -129,8 +129,8 @@ def standin_embedder(standin: OllamaStandin) -> Embedder:
 def drop_projects(database: Database, names: list[str]) -> None:
     with database.connection() as conn:
         for name in names:
-            if store.project_exists(conn, name):
-                store.drop_project(conn, name)
+            if store.project_exists(conn, Schema(name)):
+                store.drop_project(conn, Schema(name))
         conn.commit()
 
 

@@ -11,7 +11,7 @@ import pytest
 from cli_fixtures import bld, bld_tty, own_dsn, workspace
 from ollama_standin import OllamaStandin, ollama_standin
 
-from indexer.db import store
+from indexer.db import Schema, store
 
 __all__ = ["ollama_standin", "own_dsn", "workspace"]
 
@@ -19,12 +19,12 @@ __all__ = ["ollama_standin", "own_dsn", "workspace"]
 def make_schemas(dsn: str) -> None:
     """Two orphans (one with rows), and a foreign schema that is not ours."""
     with psycopg.connect(dsn) as conn:
-        store.ensure_project(conn, "old_app")
-        store.set_embedding_dimension(conn, "old_app", 3)
+        store.ensure_project(conn, Schema("old_app"))
+        store.set_embedding_dimension(conn, Schema("old_app"), 3)
         record = store.FileRecord("r", "a.py", 1, 1, "sha", "python")
         row = store.ChunkRow(0, 1, 1, None, "block", "x = 1", "h", [1.0, 0.0, 0.0])
-        store.upsert_file(conn, "old_app", record, [row])
-        store.ensure_project(conn, "old_lib")
+        store.upsert_file(conn, Schema("old_app"), record, [row])
+        store.ensure_project(conn, Schema("old_lib"))
         conn.execute("CREATE SCHEMA billing_reports")
         conn.execute("CREATE TABLE billing_reports.totals (x int)")
 

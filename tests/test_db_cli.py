@@ -29,9 +29,9 @@ def test_embedded_server_keeps_data_across_restarts_and_stops(work_dir: Path) ->
     tmp_path = work_dir
     (tmp_path / "application.ini").write_text("[paths]\ndata = state\n", encoding="utf-8")
     create = (
-        "from pathlib import Path; from indexer.db import Database, store\n"
+        "from pathlib import Path; from indexer.db import Database, Schema, store\n"
         "with Database('', Path('state').resolve()).open() as db, db.connection() as c:\n"
-        "    store.ensure_project(c, 'kept')\n"
+        "    store.ensure_project(c, Schema('kept'))\n"
     )
     subprocess.run([sys.executable, "-c", create], cwd=tmp_path, check=True, timeout=120)
     pgdata = tmp_path / "state" / "pgdata"

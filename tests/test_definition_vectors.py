@@ -18,7 +18,7 @@ from psycopg import sql as pgsql
 
 from chunkers import chunk_file, embedding_text, lone_definitions
 from indexer import lexical
-from indexer.db import Database, lookup, store
+from indexer.db import Database, Schema, lookup, store
 from indexer.embed import make_embedder
 from indexer.project import Project, Root
 from indexer.search import search_code
@@ -115,7 +115,7 @@ def test_definition_vectors_come_from_the_cache(
 ) -> None:
     sweep_project(database, project, embedder, SweepOptions())
     # Every file chunked again (a new chunker version), and the file moved: nothing embedded.
-    store.set_meta(conn, project.name, "chunker_version", 1)
+    store.set_meta(conn, Schema(project.name), "chunker_version", 1)
     conn.commit()
     (tree / "cart.py").rename(tree / "basket.py")
     ollama_standin.reset_counters()
@@ -208,7 +208,7 @@ def write_file(
     record = store.FileRecord(
         "app", path, 1, 1, hashlib.sha256(path.encode()).hexdigest(), language
     )
-    store.upsert_file(conn, project, record, [chunk], symbols)
+    store.upsert_file(conn, Schema(project), record, [chunk], symbols)
 
 
 def test_a_definitions_vector_raises_the_chunk_holding_it(
@@ -217,9 +217,9 @@ def test_a_definitions_vector_raises_the_chunk_holding_it(
     rng = np.random.default_rng(7)
     query = unit(rng.standard_normal(DIM))
     other = unit(rng.standard_normal(DIM) - 3 * query)  # far from the query
-    store.ensure_project(conn, project_name)
-    store.set_embedding_dimension(conn, project_name, DIM)
-    store.set_meta(conn, project_name, "embedding", FixedEmbedder.identity.to_dict())
+    store.ensure_project(conn, Schema(project_name))
+    store.set_embedding_dimension(conn, Schema(project_name), DIM)
+    store.set_meta(conn, Schema(project_name), "embedding", FixedEmbedder.identity.to_dict())
     near = unit(query + 0.1 * other)  # a small definition, nested in a chunk about else
     write_file(
         conn, project_name, "paint.py", "python", other, [("palette", None), ("blend", near)]
@@ -239,7 +239,9 @@ def test_a_definitions_vector_raises_the_chunk_holding_it(
     conn.rollback()
     filters = {"repo": None, "language": None, "path_re": None}
     with conn.transaction():
-        found = lookup.vector_candidates(conn, project_name, query, filters, 10, 40)
+        found = lookup.vector_candidates(
+            conn, Schema(project_name), query, filters, 10, 40, iterative_scan=False
+        )
     # paint.py's own chunk vector is the farthest of the three; its nested definition's is
     # the nearest of all, so its chunk comes first, once, with that definition's similarity.
     assert [cid for cid, _ in found] == [ids["paint.py"], ids["mix.py"], ids["far.go"]]
@@ -250,5 +252,13 @@ def test_a_definitions_vector_raises_the_chunk_holding_it(
     # The filters hold for the definitions' vectors too.
     for extra in ({"language": "go"}, {"path_re": "^mix"}, {"repo": "elsewhere"}):
         with conn.transaction():
-            found = lookup.vector_candidates(conn, project_name, query, filters | extra, 10, 40)
+            found = lookup.vector_candidates(
+                conn,
+                Schema(project_name),
+                query,
+                filters | extra,
+                10,
+                40,
+                iterative_scan=database.iterative_scan,
+            )
         assert ids["paint.py"] not in [cid for cid, _ in found], extra

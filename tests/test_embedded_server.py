@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from conftest import _make_dir, stop_embedded
 
-from indexer.db.database import UNTUNED_MARK, Database, embedded_settings, memory_bytes
 from indexer.db import database as db_module
+from indexer.db.database import UNTUNED_MARK, Database, embedded_settings, memory_bytes
 
 
 @pytest.fixture

@@ -39,7 +39,7 @@ from server_fixtures import (  # noqa: E402
 )
 
 import indexer.sweep.run  # noqa: E402
-from indexer.db import Database, store  # noqa: E402
+from indexer.db import Database, Schema, store  # noqa: E402
 from indexer.embed import Embedder, make_embedder  # noqa: E402
 from indexer.errors import DatabaseError  # noqa: E402
 from indexer.project import Project, Root  # noqa: E402
@@ -274,7 +274,7 @@ def test_database_stopped_in_the_middle_of_a_sweep_leaves_nothing_half_written(
             # Every stored file has exactly the chunks its row counts: none half-written.
             try:
                 with db.connection() as conn:
-                    states = store.file_states(conn, project.name)
+                    states = store.file_states(conn, Schema(project.name))
                     for (repo, path), state in states.items():
                         chunks = file_chunks(conn, project.name, repo, path)
                         assert len(chunks) == state.chunk_count > 0, path
@@ -294,12 +294,12 @@ def test_database_stopped_in_the_middle_of_a_sweep_leaves_nothing_half_written(
         again = sweep_project(db, project, embedder, options)
         assert again.files_changed == 0 and ollama_standin.embed_requests == 0
         with db.connection() as conn:
-            outcomes = [s.outcome for s in store.last_sweeps(conn, project.name, limit=3)]
+            outcomes = [s.outcome for s in store.last_sweeps(conn, Schema(project.name), limit=3)]
         assert outcomes[:2] == ["ok", "ok"] and outcomes[2] in ("interrupted", "failed")
     finally:
         with db.connection() as conn:
-            if store.project_exists(conn, project.name):
-                store.drop_project(conn, project.name)
+            if store.project_exists(conn, Schema(project.name)):
+                store.drop_project(conn, Schema(project.name))
             conn.commit()
         shutil.rmtree(base, ignore_errors=True)
 

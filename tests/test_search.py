@@ -15,11 +15,13 @@ import psycopg
 import pytest
 
 from indexer import lexical
-from indexer.db import lookup, queries, store
+from indexer.db import Schema, lookup, queries, store
 from indexer.embed import make_embedder
 from indexer.project import Project, Root
-from indexer.search import candidates, hybrid, search_code
-from indexer.search.fusion import Candidates, Ranking, TermStats, fuse, keyword_plan, term_stats
+from indexer.search import candidates, get_chunk, search_code
+from indexer.search.filters import glob_to_regex
+from indexer.search.fusion import Candidates, Ranking, fuse
+from indexer.search.keyword import TermStats, keyword_plan, read_term_stats
 from indexer.sweep import SweepOptions, sweep_project
 from tests.fixed_vectors import DIM, FixedEmbedder
 from tests.ollama_standin import OllamaStandin, ollama_standin
@@ -46,9 +48,9 @@ def stored_project(
     conn: Conn, name: str, files: dict[str, list[tuple[int, int, str, Any]]]
 ) -> Project:
     """A project written straight through the store: {path: [(start, end, content, vector)]}."""
-    store.ensure_project(conn, name)
-    store.set_embedding_dimension(conn, name, DIM)
-    store.set_meta(conn, name, "embedding", FixedEmbedder.identity.to_dict())
+    store.ensure_project(conn, Schema(name))
+    store.set_embedding_dimension(conn, Schema(name), DIM)
+    store.set_meta(conn, Schema(name), "embedding", FixedEmbedder.identity.to_dict())
     for path, chunks in files.items():
         rows = [
             store.ChunkRow(
@@ -68,7 +70,7 @@ def stored_project(
         record = store.FileRecord(
             "app", path, 1, 1, hashlib.sha256(path.encode()).hexdigest(), "python"
         )
-        store.upsert_file(conn, name, record, rows)
+        store.upsert_file(conn, Schema(name), record, rows)
     conn.execute(psycopg.sql.SQL("ANALYZE {}").format(psycopg.sql.Identifier(name, "rag_chunk")))
     conn.commit()
     return Project(name, (Root(Path("/nowhere"), "app"),))
@@ -136,30 +138,30 @@ def test_a_filter_matching_one_percent_of_rows_still_returns_top_k(
     conn.execute("SET enable_seqscan = off")
     conn.execute("SET enable_sort = off")
     try:
-        filters = {"repo": None, "language": None, "path_re": hybrid.glob_to_regex("special/**")}
+        filters = {"repo": None, "language": None, "path_re": glob_to_regex("special/**")}
+        schema = Schema(project.name)
         with conn.transaction():
-            found = candidates.gather_candidates(
+            ids, _ = candidates.nearest(
                 conn,
-                project.name,
+                schema,
                 embedder.query_vector,
-                "value",
                 filters,
-                ef_search=40,
-                ranking=Ranking(vector_depth=10),
-                keyword=False,
+                Ranking(vector_depth=10),
+                40,
+                iterative_scan=True,
             )
-            paths = [c.path for c in lookup.chunks_by_id(conn, project.name, found.vector).values()]
-        assert len(found.vector) == 10 and all(p.startswith("special/") for p in paths)
+            paths = [c.path for c in lookup.chunks_by_id(conn, schema, ids).values()]
+        assert len(ids) == 10 and all(p.startswith("special/") for p in paths)
         # Control: the same index scan without iterative scans loses most of them.
         with conn.transaction():
             conn.execute(queries.SET_EF_SEARCH, {"ef": "40"})
             conn.execute("SELECT set_config('hnsw.iterative_scan', 'off', true)")
             rows = conn.execute(
-                store.statement(queries.VECTOR_CANDIDATES, project_name),
+                Schema(project_name).sql(queries.VECTOR_CANDIDATES),
                 {
                     "repo": None,
                     "language": None,
-                    "path_re": hybrid.glob_to_regex("special/**"),
+                    "path_re": glob_to_regex("special/**"),
                     "vector": np.asarray(embedder.query_vector, dtype=np.float32),
                     "limit": 10,
                 },
@@ -205,7 +207,7 @@ def test_keyword_side_matches_only_rare_terms_and_ranks_a_bounded_set(
     }
     project = stored_project(conn, project_name, files)
     ranking = Ranking(match_rows=100, max_ranked=50)
-    stats = term_stats(conn, project_name, fresh=True)
+    stats = read_term_stats(conn, Schema(project_name))
     assert stats.known and stats.shares["value"] == pytest.approx(1.0)
     plan = keyword_plan(["value", "data", "checksum"], stats, ranking)
     assert plan.match_terms == ("checksum",)
@@ -224,7 +226,7 @@ def test_keyword_side_matches_only_rare_terms_and_ranks_a_bounded_set(
     # The plan: however many rows match, the rows ranked stop at max_ranked.
     plan_json = conn.execute(
         psycopg.sql.SQL("EXPLAIN (ANALYZE, FORMAT JSON) ")
-        + store.statement(queries.keyword_candidates_idf(2), project_name),
+        + Schema(project_name).sql(queries.keyword_candidates_idf(2)),
         {
             "repo": None,
             "language": None,
@@ -258,11 +260,17 @@ def test_keyword_plan_without_statistics_matches_every_term() -> None:
     assert plan.match_terms == ("a1", "b2") and plan.idfs == (1.0, 1.0)
 
 
-def test_rank_fusion_weights_depths_and_exact_matches() -> None:
-    c = Candidates(vector=[1, 2, 3], keyword=[3, 4], exact=[9])
-    scores = fuse(c, Ranking(fusion="rank", vector_depth=2, keyword_weight=2.0, rrf_k=60))
-    assert 3 in scores and scores[3] == pytest.approx(2.0 / 61)  # vector rank 3 cut by depth
-    assert scores[4] == pytest.approx(2.0 / 62)
+def test_fusion_cuts_each_list_at_its_depth_and_puts_exact_matches_first() -> None:
+    c = Candidates(
+        vector=[1, 2, 3],
+        keyword=[3, 4],
+        exact=[9],
+        vector_scores=[0.9, 0.8, 0.7],
+        keyword_scores=[2.0, 1.0],
+    )
+    scores = fuse(c, Ranking(vector_depth=2))
+    assert scores[3] == pytest.approx(0.45)  # vector rank 3 cut by depth: its keyword score only
+    assert scores[4] == pytest.approx(0.45 * 0.5)
     assert max(scores, key=scores.__getitem__) == 9
 
 
@@ -297,33 +305,17 @@ def test_windows_of_a_long_definition_collapse_into_one_hit_from_its_signature(
         assert hit.snippet.startswith("def run_engine(step_0):"), mode
         assert hit.symbols == ["run_engine"], mode
         # The chunk id is the window holding the signature: get_chunk reads from there.
-        view = hybrid.get_chunk(database, project, hit.chunk_id)
+        view = get_chunk(database, project, hit.chunk_id)
         assert view.start_line <= 4 <= view.end_line < 85 and "def run_engine" in view.text, mode
         if mode == "keyword":
             assert hits[0] == hit  # ranked by its best window, which alone holds "overdraft"
 
 
-def test_a_rankers_first_candidate_is_lifted_to_its_slot() -> None:
-    # Fifty chunks both rankers agree on outrank a keyword-only first candidate under RRF; a
-    # keyword slot of 3 puts it third, and a vector slot of 1 puts the vector #1 first.
-    shared = list(range(100, 150))
-    c = Candidates(vector=[7, *shared], keyword=[42, *shared])
-    deep = Ranking(fusion="rank", vector_depth=60, keyword_depth=60)
-    plain = fuse(c, deep)
-    order = sorted(plain, key=lambda cid: (-plain[cid], cid))
-    assert order.index(42) > 10
-    lifted = fuse(c, replace(deep, keyword_slot=3, vector_slot=1))
-    order = sorted(lifted, key=lambda cid: (-lifted[cid], cid))
-    assert order[0] == 7 and order[2] == 42
-    # A candidate already at or above its slot keeps its score (52 candidates in all).
-    assert fuse(c, replace(deep, keyword_slot=52))[42] == plain[42]
-    assert fuse(c, replace(deep, keyword_slot=51))[42] > plain[42]
-
-
 def test_score_fusion_keeps_a_clear_vector_lead_and_normalises_each_list() -> None:
     # The vector side's first is far nearer than the rest; the keyword side ranks 20 others
-    # first. Rank fusion lets chunks found by both overtake it; score fusion keeps it first,
-    # and a chunk's score is its normalised scores weighted by the vector side's share.
+    # first. Score fusion keeps it first (where counting ranks would let chunks found by both
+    # overtake it), and a chunk's score is its normalised scores weighted by the vector
+    # side's share.
     shared = list(range(100, 120))
     c = Candidates(
         vector=[7, *shared],
@@ -331,8 +323,6 @@ def test_score_fusion_keeps_a_clear_vector_lead_and_normalises_each_list() -> No
         vector_scores=[0.9, *(0.5 - i / 1000 for i in range(20))],
         keyword_scores=[4.0 - i / 10 for i in range(20)],
     )
-    by_rank = fuse(c, Ranking(fusion="rank"))
-    assert max(by_rank, key=lambda cid: (by_rank[cid], -cid)) != 7
     ranking = Ranking(vector_share=0.6)
     by_score = fuse(c, ranking)
     assert max(by_score, key=lambda cid: (by_score[cid], -cid)) == 7

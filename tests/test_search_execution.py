@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import threading
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -13,11 +14,12 @@ import numpy as np
 import psycopg
 import pytest
 
-from indexer.db import Database, lookup
+from indexer.db import Database, Schema, lookup
 from indexer.embed import EmbedBatchResult, EmbeddingModel
 from indexer.errors import ModelMismatch
 from indexer.search import QueryVectorCache, candidates, search_code
-from indexer.search.fusion import DEFAULT_RANKING, at_least, collapse, fuse, shaping_rows
+from indexer.search.filters import Filters
+from indexer.search.fusion import DEFAULT_RANKING, collapse, fuse, shortlist
 from tests.test_search import DIM, FixedEmbedder, stored_project, unit
 
 Conn = psycopg.Connection[Any]
@@ -60,15 +62,24 @@ def sequential_hits(
     database: Database, project: Any, vector: list[float], query: str, top_k: int = 10
 ) -> list[int]:
     """The same search, both sides one after the other on one connection."""
-    ranking = at_least(DEFAULT_RANKING, top_k * 3)
-    filters = {"repo": None, "language": None, "path_re": None}
+    ranking = DEFAULT_RANKING.deep_enough(top_k * 3)
+    filters = Filters().params()
+    schema = Schema(project.name)
     with database.reading() as conn, conn.transaction():
-        found = candidates.gather_candidates(
-            conn, project.name, vector, query, filters, candidates.DEFAULT_EF_SEARCH, ranking
+        ids, similarities = candidates.nearest(
+            conn,
+            schema,
+            vector,
+            filters,
+            ranking,
+            candidates.DEFAULT_EF_SEARCH,
+            database.iterative_scan,
         )
+        others = candidates.other_candidates(conn, schema, query, filters, ranking)
+        found = replace(others, vector=ids, vector_scores=similarities)
         scores = fuse(found, ranking)
-        ordered = sorted(scores, key=lambda cid: (-scores[cid], cid))[: top_k * ranking.shortlist]
-        details, pieces = shaping_rows(conn, project.name, ordered)
+        ordered = shortlist(scores, top_k)
+        details, pieces = candidates.shaping_rows(conn, schema, ordered)
     return [row.chunk_id for row, _ in collapse(ordered, details, top_k, pieces)]
 
 
@@ -193,6 +204,8 @@ def test_the_vector_statement_is_planned_with_its_values_every_time(
     with database.reading() as reader, reader.transaction():
         for n in range(12):
             vector = np.asarray(embedder.embed_query(f"query {n}"), dtype=np.float32)
-            assert lookup.vector_candidates(reader, project.name, vector, filters, 30, 40)
+            assert lookup.vector_candidates(
+                reader, Schema(project.name), vector, filters, 30, 40, iterative_scan=False
+            )
         prepared = reader.execute("SELECT statement FROM pg_prepared_statements").fetchall()
     assert not [s for (s,) in prepared if "embedding <=>" in s]

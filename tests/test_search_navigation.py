@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from indexer.db import Schema
 from indexer.project import Project, Root
 from indexer.search import candidates, search_code
 from indexer.sweep import SweepOptions, sweep_project
@@ -123,7 +124,7 @@ def test_a_common_identifier_gets_no_verbatim_boost(
     database, project, _embedder = demo
     monkeypatch.setattr(candidates, "MAX_VERBATIM_CHUNKS", 1)
     with database.reading() as conn:
-        assert candidates.verbatim_code(conn, project.name, "compare_digest", {
+        assert candidates.verbatim_code(conn, Schema(project.name), "compare_digest", {
             "repo": None, "language": None, "path_re": None}) == []  # fmt: skip
     assert candidates.query_identifiers("where is the Token checked") == []
     assert candidates.query_identifiers("how does parseConfig use MAX_SIZE") == [

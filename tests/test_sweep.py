@@ -15,7 +15,7 @@ import pytest
 from index_rows import file_chunks
 from ollama_standin import OllamaStandin, StandinModel, ollama_standin, unreachable_url
 
-from indexer.db import Database, store
+from indexer.db import Database, Schema, store
 from indexer.embed import make_embedder
 from indexer.errors import EmbedderUnavailable, ModelMismatch, SweepRunning
 from indexer.project import Project, Root
@@ -58,7 +58,7 @@ def files_and_chunks(conn: Conn, project: str) -> dict[str, list[tuple[int, int,
     """{repo/path: [(start, end, symbol), ...]} for every indexed file (failed ones too)."""
     conn.rollback()
     out: dict[str, list[tuple[int, int, str | None]]] = {}
-    for (repo, path), _state in sorted(store.file_states(conn, project).items()):
+    for (repo, path), _state in sorted(store.file_states(conn, Schema(project)).items()):
         rows = file_chunks(conn, project, repo, path)
         out[f"{repo}/{path}"] = [(r[1], r[2], r[3]) for r in rows]
     conn.rollback()
@@ -101,7 +101,7 @@ def test_first_sweep_indexes_every_file(
     assert all(chunks for chunks in rows.values())
     symbols = {s for chunks in rows.values() for (_a, _b, s) in chunks}
     assert "slugify" in symbols
-    summary = store.summary(conn, project.name)
+    summary = store.summary(conn, Schema(project.name))
     assert summary.files == 3
     assert summary.chunks == report.chunks_written
     conn.rollback()
@@ -212,7 +212,7 @@ def test_a_file_that_fails_to_embed_is_recorded_and_retried(
     rows = files_and_chunks(conn, project.name)
     assert rows["app/poison.py"] == []  # recorded, with no chunks
     assert rows["app/util.py"] and rows["app/billing/invoice.py"]  # the others landed
-    [recorded] = store.failures(conn, project.name)
+    [recorded] = store.failures(conn, Schema(project.name))
     assert recorded.path == "poison.py"
     conn.rollback()
 
@@ -223,7 +223,7 @@ def test_a_file_that_fails_to_embed_is_recorded_and_retried(
     assert again.outcome == "ok"
     assert again.files_changed == 1 and again.files_unchanged == 3
     assert files_and_chunks(conn, project.name)["app/poison.py"]
-    assert store.failures(conn, project.name) == []
+    assert store.failures(conn, Schema(project.name)) == []
     conn.rollback()
 
 
@@ -249,7 +249,7 @@ def test_embedder_down_fails_the_sweep_clearly_and_keeps_the_index(
     with pytest.raises(EmbedderUnavailable, match="Ollama is not reachable"):
         sweep(database, project, down)
     assert files_and_chunks(conn, project.name) == before
-    [last] = store.last_sweeps(conn, project.name)
+    [last] = store.last_sweeps(conn, Schema(project.name))
     assert last.outcome == "failed"
     assert "not reachable" in last.report["error"]
     conn.rollback()
@@ -270,7 +270,7 @@ def test_model_change_reembeds_everything_never_mixing(
         report = sweep(database, project, big)
         assert report.warnings and "re-embedding every chunk" in report.warnings[0]
         assert report.files_changed == 3
-        assert store.embedding_dimension(conn, project.name) == 1024
+        assert store.embedding_dimension(conn, Schema(project.name)) == 1024
         hits = search_code(database, project, big, "invoice total")
         assert hits
         conn.rollback()
@@ -292,9 +292,9 @@ def test_one_sweep_per_project_at_a_time(
     thread.start()
     deadline = time.time() + 10
     with database.connection() as conn:
-        while not store.sweep_running(conn, project.name) and time.time() < deadline:
+        while not store.sweep_running(conn, Schema(project.name)) and time.time() < deadline:
             time.sleep(0.05)
-        assert store.sweep_running(conn, project.name)
+        assert store.sweep_running(conn, Schema(project.name))
     with pytest.raises(SweepRunning, match="already running"):
         sweep(database, project, embedder)
     # wait=True queues behind the running sweep instead.
@@ -303,7 +303,7 @@ def test_one_sweep_per_project_at_a_time(
     assert not errors
     assert report.outcome == "ok"
     with database.connection() as conn:
-        assert not store.sweep_running(conn, project.name)
+        assert not store.sweep_running(conn, Schema(project.name))
 
 
 def test_binary_files_are_skipped_not_failed(

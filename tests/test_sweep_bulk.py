@@ -19,7 +19,7 @@ from psycopg import sql as pgsql
 
 import indexer.sweep
 from chunkers import ChunkerConfig
-from indexer.db import Database, store
+from indexer.db import Database, Schema, store
 from indexer.embed import make_embedder
 from indexer.project import Project, Root
 from indexer.sweep import SweepOptions, sweep_project
@@ -141,8 +141,8 @@ def test_the_bulk_load_writes_exactly_the_rows_of_the_per_file_path(
         assert "copy" not in retried.seconds
     finally:
         conn.rollback()
-        if store.project_exists(conn, bulk.name):
-            store.drop_project(conn, bulk.name)
+        if store.project_exists(conn, Schema(bulk.name)):
+            store.drop_project(conn, Schema(bulk.name))
         conn.commit()
 
 
@@ -158,7 +158,7 @@ def test_a_refused_bulk_batch_is_written_file_by_file(
     by file, so only the file at fault fails."""
     monkeypatch.setattr(indexer.sweep.run, "BULK_LOAD_FILES", 1)
     project = Project(project_name, (Root(corpus, "corpus"),))
-    store.ensure_project(conn, project_name)
+    store.ensure_project(conn, Schema(project_name))
     # A rule the product does not have: no chunk may hold the word "Invoice".
     conn.execute(
         pgsql.SQL("ALTER TABLE {} ADD CONSTRAINT no_invoice CHECK (content !~ 'Invoice')").format(
@@ -175,7 +175,7 @@ def test_a_refused_bulk_batch_is_written_file_by_file(
     }
     assert refused and refused == holding
     assert "copy" in report.seconds  # the other batches went in with COPY
-    states = store.file_states(conn, project_name)
+    states = store.file_states(conn, Schema(project_name))
     conn.rollback()
     stored = {path for (_r, path), s in states.items() if s.error is None}
     assert len(stored) == report.files_changed > 10
@@ -267,7 +267,7 @@ def test_workers_that_cannot_start_leave_the_parsing_to_the_sweep_itself(
     assert done.returncode == 0, done.stderr[-2000:]
     assert "swept ok 12 0" in done.stdout, (done.stdout, done.stderr[-2000:])
     assert "could not start" in done.stderr and "in this process instead" in done.stderr
-    states = store.file_states(conn, project_name)
+    states = store.file_states(conn, Schema(project_name))
     conn.rollback()
     assert len(states) == 12 and all(s.error is None for s in states.values())
 

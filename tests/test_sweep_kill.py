@@ -19,7 +19,7 @@ from index_rows import file_chunks, file_symbols
 from ollama_standin import OllamaStandin, ollama_standin
 from psycopg import sql as pgsql
 
-from indexer.db import Database, store
+from indexer.db import Database, Schema, store
 from indexer.embed import make_embedder
 from indexer.project import Project, Root
 from indexer.sweep import SweepOptions, sweep_project
@@ -51,7 +51,7 @@ def file_versions(conn: psycopg.Connection[Any], project: str) -> dict[str, int]
     """Per file, the one version all of its chunks and its hash agree on (asserted)."""
     conn.rollback()
     versions = {}
-    for (repo, path), state in store.file_states(conn, project).items():
+    for (repo, path), state in store.file_states(conn, Schema(project)).items():
         chunks = file_chunks(conn, project, repo, path)
         assert len(chunks) == state.chunk_count
         marks = {v for v in (1, 2) for c in chunks if f"VERSION_{v}" in c[5]}
@@ -114,18 +114,18 @@ def test_killed_sweep_leaves_files_whole_and_the_next_sweep_converges(
     assert 0 < sum(v == 2 for v in versions.values()) < FILES
     # The dead process's lock went with its connection.
     deadline = time.time() + 10
-    while store.sweep_running(conn, project_name) and time.time() < deadline:
+    while store.sweep_running(conn, Schema(project_name)) and time.time() < deadline:
         time.sleep(0.1)
-    assert not store.sweep_running(conn, project_name)
+    assert not store.sweep_running(conn, Schema(project_name))
     conn.rollback()
 
     ollama_standin.delay_seconds = 0.0
     report = sweep_project(database, project, embedder, SweepOptions(files_per_commit=4))
     assert report.outcome == "ok"
     assert set(file_versions(conn, project_name).values()) == {2}
-    states = store.file_states(conn, project_name)
+    states = store.file_states(conn, Schema(project_name))
     assert {path: s.sha256 for (_r, path), s in states.items()} == new
-    [last, killed] = store.last_sweeps(conn, project_name, limit=2)
+    [last, killed] = store.last_sweeps(conn, Schema(project_name), limit=2)
     assert (last.outcome, killed.outcome) == ("ok", "interrupted")
     conn.rollback()
 
@@ -189,8 +189,8 @@ def test_a_bulk_sweep_killed_during_copy_or_index_build_leaves_files_whole_and_c
     )
 
     def stored() -> int:
-        exists = store.project_exists(conn, project_name)
-        count = len(store.file_states(conn, project_name)) if exists else 0
+        exists = store.project_exists(conn, Schema(project_name))
+        count = len(store.file_states(conn, Schema(project_name))) if exists else 0
         conn.rollback()
         return count
 
@@ -230,7 +230,7 @@ def test_a_bulk_sweep_killed_during_copy_or_index_build_leaves_files_whole_and_c
         assert len(versions) == FILES  # all in, the indexes not built
         assert "rag_chunk_embedding_hnsw" not in index_names(conn, project_name)
     deadline = time.time() + 10
-    while store.sweep_running(conn, project_name) and time.time() < deadline:
+    while store.sweep_running(conn, Schema(project_name)) and time.time() < deadline:
         time.sleep(0.1)
     conn.rollback()
 
@@ -238,7 +238,7 @@ def test_a_bulk_sweep_killed_during_copy_or_index_build_leaves_files_whole_and_c
     report = sweep_project(database, project, embedder, SweepOptions(files_per_commit=4))
     assert report.outcome == "ok"
     assert set(file_versions(conn, project_name).values()) == {1}
-    states = store.file_states(conn, project_name)
+    states = store.file_states(conn, Schema(project_name))
     assert {path: s.sha256 for (_r, path), s in states.items()} == shas
     assert {
         "rag_chunk_embedding_hnsw",
@@ -249,7 +249,7 @@ def test_a_bulk_sweep_killed_during_copy_or_index_build_leaves_files_whole_and_c
         "rag_symbol_qualified_name",
         "rag_symbol_chunk",
     } <= set(index_names(conn, project_name))
-    [last, killed] = store.last_sweeps(conn, project_name, limit=2)
+    [last, killed] = store.last_sweeps(conn, Schema(project_name), limit=2)
     assert (last.outcome, killed.outcome) == ("ok", "interrupted")
     conn.rollback()
 

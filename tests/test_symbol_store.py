@@ -13,7 +13,7 @@ from index_rows import execute, file_symbols
 from ollama_standin import OllamaStandin, ollama_standin
 
 from chunkers import CHUNKER_VERSION, chunk_file, lone_definitions
-from indexer.db import Database, store
+from indexer.db import Database, Schema, store
 from indexer.embed import make_embedder
 from indexer.project import Project, Root
 from indexer.sweep import SweepOptions, sweep_project
@@ -134,7 +134,7 @@ def test_an_index_from_before_the_symbol_table_fills_it_without_re_embedding(
         " WHERE name IN ('m002_symbols', 'm003_file_text', 'm004_text_blocks',"
         " 'm007_definition_vectors')",
     )
-    store.set_meta(conn, project.name, "chunker_version", 1)
+    store.set_meta(conn, Schema(project.name), "chunker_version", 1)
     conn.commit()
     ollama_standin.reset_counters()
     sweep(database, project, embedder)
@@ -163,7 +163,7 @@ def test_a_sweep_stopped_after_a_chunker_change_leaves_the_redo_to_the_next(
     # say it needs that, so the next sweep does it.
     sweep(database, project, embedder)
     execute(conn, project.name, "DELETE FROM {schema}.rag_text_block")
-    store.set_meta(conn, project.name, "chunker_version", 1)
+    store.set_meta(conn, Schema(project.name), "chunker_version", 1)
     conn.commit()
 
     def stop(progress: Any) -> None:
@@ -171,13 +171,13 @@ def test_a_sweep_stopped_after_a_chunker_change_leaves_the_redo_to_the_next(
 
     with pytest.raises(Stopped):
         sweep_project(database, project, embedder, SweepOptions(), progress=stop)
-    assert store.get_meta(conn, project.name, "chunker_version") == 1
+    assert store.get_meta(conn, Schema(project.name), "chunker_version") == 1
     conn.rollback()
     ollama_standin.reset_counters()
     sweep(database, project, embedder)
     assert ollama_standin.embedding_calls == 0
     assert file_text(conn, project.name, "cart.py") == SHOP
-    assert store.get_meta(conn, project.name, "chunker_version") == CHUNKER_VERSION
+    assert store.get_meta(conn, Schema(project.name), "chunker_version") == CHUNKER_VERSION
     conn.rollback()
 
 

@@ -20,7 +20,8 @@ import pytest
 from index_rows import execute, file_chunks
 from ollama_standin import OllamaStandin, ollama_standin
 
-from indexer.db import Database, migrations, store
+from indexer.db import Database, Schema, migrations, store
+from indexer.db import blocks as text_blocks
 from indexer.embed import make_embedder
 from indexer.project import Project, Root
 from indexer.search import MAX_RESULTS, find_references, find_symbol, grep
@@ -115,7 +116,7 @@ def blocks(conn: Conn, project: str, path: str) -> list[tuple[int, str]]:
     ).fetchall()
     conn.rollback()
     # Spelled line for line, each blank or punctuation character as two letters.
-    plain = set("".join(char for char, _ in store.SPELLING))
+    plain = set("".join(char for char, _ in text_blocks.SPELLING))
     assert all(len(r[2]) == len(r[1]) + sum(c in plain for c in r[1]) for r in rows)
     assert all(r[2].count("\n") == r[1].count("\n") for r in rows)
     return [(int(r[0]), str(r[1])) for r in rows]
@@ -135,7 +136,7 @@ def test_blocks_hold_each_line_once_in_order(
         for i, (start, text) in enumerate(stored):
             assert starts[i + 1] == start + text.count("\n") + 1, path
             # A block over the size is a single line that could not be split.
-            assert len(text) <= store.TEXT_BLOCK_CHARS or "\n" not in text
+            assert len(text) <= text_blocks.TEXT_BLOCK_CHARS or "\n" not in text
     assert len(blocks(conn, project.name, "long.py")) > 10
     assert blocks(conn, project.name, "empty.txt") == []
 
@@ -289,11 +290,10 @@ def test_blocks_spelled_by_an_earlier_release_are_spelled_again(
     sweep(database, project, embedder)
     cyrillic = "".join(chr(0x430 + i) for i in range(34))
     conn.execute(
-        store.statement(
+        Schema(project.name).sql(
             "UPDATE {schema}.rag_text_block SET spelled = translate(content, %(a)s, %(b)s)",
-            project.name,
         ),
-        {"a": "".join(char for char, _ in store.SPELLING), "b": cyrillic},
+        {"a": "".join(char for char, _ in text_blocks.SPELLING), "b": cyrillic},
     )
     execute(conn, project.name, migrations.M004_TEXT_BLOCKS[1])
     execute(
@@ -301,12 +301,12 @@ def test_blocks_spelled_by_an_earlier_release_are_spelled_again(
     )
     conn.commit()
 
-    assert store.ensure_project(conn, project.name) == ["m005_ascii_spelling"]
+    assert store.ensure_project(conn, Schema(project.name)) == ["m005_ascii_spelling"]
     conn.commit()
     stored = conn.execute(
-        store.statement("SELECT content, spelled FROM {schema}.rag_text_block", project.name)
+        Schema(project.name).sql("SELECT content, spelled FROM {schema}.rag_text_block")
     ).fetchall()
-    assert stored and all(spelled == store.spelled(content) for content, spelled in stored)
+    assert stored and all(spelled == text_blocks.spelled(content) for content, spelled in stored)
     assert any(spelled != content for content, spelled in stored)
     indexes = {
         name

@@ -4,32 +4,48 @@ statements (`queries`) and theirs (`lookup`), the bulk load, the rows that cross
 the append-only migrations. Nothing here knows how a sweep or a search decides anything.
 """
 
-from indexer.db import bulk, lookup, rows, store
+from indexer.db import blocks, bulk, lookup, migrations, queries, rows, statements, store
+from indexer.db.blocks import spelled
 from indexer.db.database import Database, database_error, prepare_database, start_embedded
 from indexer.db.queries import BlockMatch
 from indexer.db.rows import (
     ChunkRow,
+    DefinitionPiece,
     FileRecord,
     LineMatch,
     OutlineRow,
+    ProjectSummary,
+    StoredChunk,
     SymbolHit,
     SymbolRow,
 )
+from indexer.db.schema import Conn, Schema, like_escape
 
 __all__ = [
     "BlockMatch",
     "ChunkRow",
+    "Conn",
     "Database",
+    "DefinitionPiece",
     "FileRecord",
     "LineMatch",
     "OutlineRow",
+    "ProjectSummary",
+    "Schema",
+    "StoredChunk",
     "SymbolHit",
     "SymbolRow",
+    "blocks",
     "bulk",
     "database_error",
+    "like_escape",
     "lookup",
+    "migrations",
     "prepare_database",
+    "queries",
     "rows",
+    "spelled",
     "start_embedded",
+    "statements",
     "store",
 ]

@@ -14,11 +14,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from psycopg import sql as pgsql
-
-from indexer.db import statements, store
+from indexer.db import blocks, statements
 from indexer.db.rows import ChunkRow, FileRecord, SymbolRow
-from indexer.project import validate_project_name
+from indexer.db.schema import Conn, Schema
 
 
 @dataclass(frozen=True)
@@ -31,23 +29,23 @@ class NewFile:
     text: str | None = None
 
 
-def next_ids(conn: store.Conn, project: str, table: str, n: int) -> list[int]:
+def next_ids(conn: Conn, schema: Schema, table: str, n: int) -> list[int]:
     """`n` fresh ids of `table`, in ascending order."""
     if n <= 0:
         return []
-    qualified = pgsql.Identifier(validate_project_name(project), table).as_string(conn)
+    qualified = schema.table(table).as_string(conn)
     rows = conn.execute(statements.NEXT_IDS, {"table": qualified, "n": n}).fetchall()
     return sorted(row[0] for row in rows)
 
 
-def load_files(conn: store.Conn, project: str, files: Sequence[NewFile]) -> list[int]:
+def load_files(conn: Conn, schema: Schema, files: Sequence[NewFile]) -> list[int]:
     """Write `files` (none of which has a row yet) all or nothing; return their ids."""
     if not files:
         return []
     with conn.transaction(), conn.cursor() as cur:
-        file_ids = next_ids(conn, project, "rag_file", len(files))
-        chunk_ids = next_ids(conn, project, "rag_chunk", sum(len(f.chunks) for f in files))
-        with cur.copy(store.statement(statements.COPY_FILES, project)) as copy:
+        file_ids = next_ids(conn, schema, "rag_file", len(files))
+        chunk_ids = next_ids(conn, schema, "rag_chunk", sum(len(f.chunks) for f in files))
+        with cur.copy(schema.sql(statements.COPY_FILES)) as copy:
             copy.set_types(statements.COPY_FILES_TYPES)
             for file_id, f in zip(file_ids, files, strict=True):
                 r = f.record
@@ -57,11 +55,11 @@ def load_files(conn: store.Conn, project: str, files: Sequence[NewFile]) -> list
                 )  # fmt: skip
         ids_by_file = _chunk_ids(files, chunk_ids)
         if chunk_ids:
-            _load_chunks(cur, project, files, file_ids, ids_by_file)
+            _load_chunks(cur, schema, files, file_ids, ids_by_file)
         if any(f.symbols for f in files):
-            _load_symbols(cur, project, files, file_ids, ids_by_file)
+            _load_symbols(cur, schema, files, file_ids, ids_by_file)
         if any(f.text is not None for f in files):
-            _load_text(cur, project, files, file_ids)
+            _load_text(cur, schema, files, file_ids)
     return file_ids
 
 
@@ -76,7 +74,7 @@ def _chunk_ids(files: Sequence[NewFile], chunk_ids: list[int]) -> list[list[int]
 
 def _load_chunks(
     cur: Any,
-    project: str,
+    schema: Schema,
     files: Sequence[NewFile],
     file_ids: list[int],
     ids_by_file: list[list[int]],
@@ -92,18 +90,18 @@ def _load_chunks(
                      c.content, c.content_sha256, c.embedding, c.symbol_terms, c.path_terms,
                      c.body_terms)
                 )  # fmt: skip
-    cur.execute(store.statement(statements.INSERT_STAGED_CHUNKS, project))
+    cur.execute(schema.sql(statements.INSERT_STAGED_CHUNKS))
     cur.execute(statements.DROP_CHUNK_STAGING)
 
 
 def _load_symbols(
     cur: Any,
-    project: str,
+    schema: Schema,
     files: Sequence[NewFile],
     file_ids: list[int],
     ids_by_file: list[list[int]],
 ) -> None:
-    with cur.copy(store.statement(statements.COPY_SYMBOLS, project)) as copy:
+    with cur.copy(schema.sql(statements.COPY_SYMBOLS)) as copy:
         copy.set_types(statements.COPY_SYMBOLS_TYPES)
         for file_id, f, ids in zip(file_ids, files, ids_by_file, strict=True):
             for s in f.symbols:
@@ -116,9 +114,11 @@ def _load_symbols(
                 )  # fmt: skip
 
 
-def _load_text(cur: Any, project: str, files: Sequence[NewFile], file_ids: list[int]) -> None:
-    with cur.copy(store.statement(statements.COPY_FILE_TEXT, project)) as copy:  # text format: whatever shape text_rows gives the rows
+def _load_text(cur: Any, schema: Schema, files: Sequence[NewFile], file_ids: list[int]) -> None:
+    with cur.copy(
+        schema.sql(statements.COPY_FILE_TEXT)
+    ) as copy:  # text format: whatever shape text_rows gives the rows
         for file_id, f in zip(file_ids, files, strict=True):
             if f.text is not None:
-                for row in store.text_rows(file_id, f.text):
+                for row in blocks.text_rows(file_id, f.text):
                     copy.write_row(row)

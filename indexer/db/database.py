@@ -320,6 +320,7 @@ class Database:
         self._count_lock = threading.Lock()
         self.dsn = ""
         self.info: ServerInfo | None = None
+        self.iterative_scan = False
         self.pool: ConnectionPool | None = None
 
     def open(self) -> Database:
@@ -327,6 +328,8 @@ class Database:
         pg_version, vector_version = prepare_database(self.dsn)
         location = str(self.data_dir / PGDATA_DIR) if self.embedded else describe_dsn(self.dsn)
         self.info = ServerInfo(pg_version, vector_version, self.embedded, location)
+        # pgvector >= 0.8 scans an HNSW index on until enough rows pass a filter.
+        self.iterative_scan = _version_tuple(vector_version) >= (0, 8)
         self.pool = make_pool(self.dsn, max_size=self._max_size, timeout=self._pool_timeout_s)
         with mapped_errors(f"connecting to {location}"):
             self.pool.open(wait=True, timeout=CONNECT_TIMEOUT_S * 3)

@@ -12,6 +12,7 @@ from typing import Any
 import psycopg
 
 from indexer.db import queries
+from indexer.db.blocks import spelled
 from indexer.db.rows import (
     DefinitionPiece,
     IndexedFile,
@@ -21,51 +22,41 @@ from indexer.db.rows import (
     SymbolHit,
     TermStatsRow,
 )
-from indexer.db.store import Conn, like_escape, spelled, statement, typed_rows
+from indexer.db.schema import Conn, Schema, like_escape, typed_rows
 from indexer.errors import InvalidArgument
 
 # --- search --------------------------------------------------------------------------------
 
 
-def term_stats(conn: Conn, project: str) -> TermStatsRow:
+def term_stats(conn: Conn, schema: Schema) -> TermStatsRow:
     """The planner's statistics of the keyword column (rows -1 before any ANALYZE)."""
-    found = typed_rows(conn, TermStatsRow, queries.KEYWORD_TERM_STATS, {"schema": project})
+    found = typed_rows(conn, TermStatsRow, queries.KEYWORD_TERM_STATS, {"schema": schema.name})
     return found[0] if found else TermStatsRow(-1.0, None, None)
-
-
-# Whether each server's pgvector has iterative scans (>= 0.8), asked once per server.
-_iterative_scan: dict[str, bool] = {}
-
-
-def has_iterative_scan(conn: Conn) -> bool:
-    key = conn.info.dsn
-    found = _iterative_scan.get(key)
-    if found is None:
-        found = conn.execute(queries.PGVECTOR_HAS_ITERATIVE_SCAN).fetchone() is not None
-        _iterative_scan[key] = found
-    return found
 
 
 def vector_candidates(
     conn: Conn,
-    project: str,
+    schema: Schema,
     vector: Any,
     filters: Mapping[str, Any],
     limit: int,
     ef_search: int,
+    *,
+    iterative_scan: bool,
 ) -> list[tuple[int, float]]:
     """Chunk ids nearest to `vector` (cosine, HNSW), with their cosine similarity (of the
     nearest of each chunk's vectors), best first. Call inside a transaction:
-    the `hnsw.*` settings made here last until it ends. Filtered searches scan on until enough
-    rows pass (pgvector >= 0.8's iterative scans), so a filter does not thin the list out."""
+    the `hnsw.*` settings made here last until it ends. With `iterative_scan` (the server's
+    pgvector has it: `Database.iterative_scan`) a filtered search scans on until enough rows
+    pass, so a filter does not thin the list out."""
     conn.execute(queries.SET_EF_SEARCH, {"ef": str(max(ef_search, limit))})
-    if any(filters.values()) and has_iterative_scan(conn):
+    if any(filters.values()) and iterative_scan:
         conn.execute(queries.SET_ITERATIVE_SCAN)
     # Never prepared: after a few runs on one connection PostgreSQL would switch a prepared
     # statement to its generic plan, which sorts the whole table by distance (≈ 0.7 s at 100k
     # chunks, against ≈ 5 ms through the HNSW index); planning it each time costs ≈ 0.2 ms.
     rows = conn.execute(
-        statement(queries.VECTOR_CANDIDATES, project),
+        schema.sql(queries.VECTOR_CANDIDATES),
         {**filters, "vector": vector, "limit": limit},
         prepare=False,
     ).fetchall()
@@ -73,27 +64,29 @@ def vector_candidates(
 
 
 def keyword_candidates(
-    conn: Conn, project: str, params: Mapping[str, Any], terms: int | None
+    conn: Conn, schema: Schema, params: Mapping[str, Any], terms: int | None
 ) -> list[tuple[int, float]]:
     """Chunk ids with their keyword score, best first: the idf-weighted ranker over `terms`
     query terms, or the plain OR ranker when `terms` is None. Never prepared: how many rows a
     tsquery matches decides the plan (index or scan), and a generic plan scans whole tables."""
     text = queries.KEYWORD_CANDIDATES if terms is None else queries.keyword_candidates_idf(terms)
-    rows = conn.execute(statement(text, project), params, prepare=False).fetchall()
+    rows = conn.execute(schema.sql(text), params, prepare=False).fetchall()
     return [(r[0], float(r[1])) for r in rows]
 
 
-def symbol_matches(conn: Conn, project: str, symbol: str, filters: Mapping[str, Any]) -> list[int]:
+def symbol_matches(
+    conn: Conn, schema: Schema, symbol: str, filters: Mapping[str, Any]
+) -> list[int]:
     """Chunks named `symbol` (`Invoice.total` or its last part), shortest name first."""
     rows = conn.execute(
-        statement(queries.SYMBOL_MATCHES, project), {**filters, "symbol": symbol}
+        schema.sql(queries.SYMBOL_MATCHES), {**filters, "symbol": symbol}
     ).fetchall()
     return [r[0] for r in rows]
 
 
 def symbol_defined_in(
     conn: Conn,
-    project: str,
+    schema: Schema,
     term: str,
     definition_re: str,
     owner: str | None,
@@ -101,39 +94,39 @@ def symbol_defined_in(
 ) -> list[int]:
     """Chunks holding `term` whose text matches `definition_re` (optionally inside `owner`)."""
     params = {**filters, "term": term, "definition_re": definition_re, "owner": owner}
-    rows = conn.execute(statement(queries.SYMBOL_DEFINED_IN, project), params).fetchall()
+    rows = conn.execute(schema.sql(queries.SYMBOL_DEFINED_IN), params).fetchall()
     return [r[0] for r in rows]
 
 
 def verbatim_chunks(
-    conn: Conn, project: str, text: str, filters: Mapping[str, Any], limit: int
+    conn: Conn, schema: Schema, text: str, filters: Mapping[str, Any], limit: int
 ) -> list[tuple[int, str | None]]:
     """(chunk id, language) of chunks holding `text` verbatim (case and all), at most `limit`."""
     pattern = "%" + like_escape(text) + "%"
     spelled_pattern = "%" + spelled(text) + "%"
     rows = conn.execute(
-        statement(queries.VERBATIM_CHUNKS, project),
+        schema.sql(queries.VERBATIM_CHUNKS),
         {**filters, "pattern": pattern, "spelled_pattern": spelled_pattern, "limit": limit},
         prepare=False,
     ).fetchall()
     return [(r[0], r[1]) for r in rows]
 
 
-def chunks_by_id(conn: Conn, project: str, ids: Sequence[int]) -> dict[int, StoredChunk]:
+def chunks_by_id(conn: Conn, schema: Schema, ids: Sequence[int]) -> dict[int, StoredChunk]:
     if not ids:
         return {}
     found: list[StoredChunk] = typed_rows(
-        conn, StoredChunk, statement(queries.CHUNKS_BY_ID, project), {"ids": list(ids)}
+        conn, StoredChunk, schema.sql(queries.CHUNKS_BY_ID), {"ids": list(ids)}
     )
     return {c.chunk_id: c for c in found}
 
 
-def definition_pieces(conn: Conn, project: str, ids: Sequence[int]) -> dict[int, DefinitionPiece]:
+def definition_pieces(conn: Conn, schema: Schema, ids: Sequence[int]) -> dict[int, DefinitionPiece]:
     """Of the chunks `ids`, the windows of split definitions, by chunk id."""
     if not ids:
         return {}
     found: list[DefinitionPiece] = typed_rows(
-        conn, DefinitionPiece, statement(queries.DEFINITION_PIECES, project), {"ids": list(ids)}
+        conn, DefinitionPiece, schema.sql(queries.DEFINITION_PIECES), {"ids": list(ids)}
     )
     return {p.chunk_id: p for p in found}
 
@@ -141,40 +134,38 @@ def definition_pieces(conn: Conn, project: str, ids: Sequence[int]) -> dict[int,
 # --- symbols --------------------------------------------------------------------------------
 
 
-def find_symbols(
-    conn: Conn, project: str, where: str, order: str, params: Mapping[str, Any]
+def find_symbol(
+    conn: Conn, schema: Schema, where: str, order: str, params: Mapping[str, Any]
 ) -> list[SymbolHit]:
-    """Definitions matching `params` under the condition `where` (see `queries.find_symbols`).
+    """Definitions matching `params` under the condition `where` (see `queries.find_symbol`).
     Never prepared: a prefix `LIKE` uses its index only when planned with the value."""
     return typed_rows(
         conn,
         SymbolHit,
-        statement(queries.find_symbols(where, order), project),
+        schema.sql(queries.find_symbol(where, order)),
         params,
         prepare=False,
     )
 
 
-def fuzzy_symbols(conn: Conn, project: str, params: Mapping[str, Any]) -> list[SymbolHit]:
+def fuzzy_symbols(conn: Conn, schema: Schema, params: Mapping[str, Any]) -> list[SymbolHit]:
     """Definitions whose name is like `params["name"]` (pg_trgm similarity), most similar first
     (see `queries.FIND_SYMBOLS_FUZZY`). Never prepared: how many names match decides the plan.
     Call inside a transaction: the planner setting made here lasts until it ends."""
     conn.execute(queries.PREFER_INDEX_SCANS)
-    query = statement(queries.FIND_SYMBOLS_FUZZY, project)
+    query = schema.sql(queries.FIND_SYMBOLS_FUZZY)
     return typed_rows(conn, SymbolHit, query, params, prepare=False)
 
 
-def indexed_file(conn: Conn, project: str, repo: str, path: str) -> IndexedFile | None:
+def indexed_file(conn: Conn, schema: Schema, repo: str, path: str) -> IndexedFile | None:
     found = typed_rows(
-        conn, IndexedFile, statement(queries.INDEXED_FILE, project), {"repo": repo, "path": path}
+        conn, IndexedFile, schema.sql(queries.INDEXED_FILE), {"repo": repo, "path": path}
     )
     return found[0] if found else None
 
 
-def file_symbols(conn: Conn, project: str, file_id: int) -> list[OutlineRow]:
-    return typed_rows(
-        conn, OutlineRow, statement(queries.FILE_SYMBOLS, project), {"file_id": file_id}
-    )
+def file_symbols(conn: Conn, schema: Schema, file_id: int) -> list[OutlineRow]:
+    return typed_rows(conn, OutlineRow, schema.sql(queries.FILE_SYMBOLS), {"file_id": file_id})
 
 
 # --- exact text -----------------------------------------------------------------------------
@@ -196,7 +187,7 @@ def check_regex(conn: Conn, pattern: str) -> None:
 
 def grep_lines(
     conn: Conn,
-    project: str,
+    schema: Schema,
     line_op: str,
     params: Mapping[str, Any],
     block: queries.BlockMatch,
@@ -205,7 +196,5 @@ def grep_lines(
 ) -> list[LineMatch]:
     """Matching lines, at most `params["limit"]`, in no set order (see `queries.grep`). Never
     prepared: whether the trigram index helps depends on the pattern."""
-    query = statement(
-        queries.grep(line_op, block, exclude_definitions=exclude_definitions), project
-    )
+    query = schema.sql(queries.grep(line_op, block, exclude_definitions=exclude_definitions))
     return typed_rows(conn, LineMatch, query, params, prepare=False)

@@ -221,7 +221,7 @@ M006_SEARCH_LAYOUT = [
 
 # A definition no chunk speaks for (`chunkers.lone_definitions`: a small one merged into a
 # neighbour's chunk, one nested in a bigger definition's chunk) has a vector of its own, which
-# raises the chunk holding its signature in the vector ranker (`sql_lookup.VECTOR_CANDIDATES`);
+# raises the chunk holding its signature in the vector ranker (`queries.VECTOR_CANDIDATES`);
 # `content_sha256` is its embedding-cache key, read beside the chunks' (`sql.CACHED_EMBEDDINGS`).
 # The column gets its dimension and HNSW index where the model is known
 # (`store.set_embedding_dimension`); chunker version 6 makes the next sweep re-chunk every file

@@ -1,8 +1,8 @@
 """The statements of the read path, which `lookup.py` runs: the two rankers' candidates and
 what shapes them into hits, the symbol table's lookups, and exact text (`grep`).
 
-The same conventions as `sql.py` (`{schema}` filled only with `psycopg.sql.Identifier` by
-`store.statement()`, values as parameters).
+The same conventions as `statements.py` (`{schema}` filled only with `psycopg.sql.Identifier`
+by `Schema.sql()`, values as parameters).
 """
 
 from __future__ import annotations
@@ -32,7 +32,6 @@ SET_EF_SEARCH = "SELECT set_config('hnsw.ef_search', %(ef)s, true)"
 # Filtered searches keep scanning the HNSW graph until enough rows pass the filters
 # (pgvector >= 0.8); without it a filter would thin out a short candidate list.
 SET_ITERATIVE_SCAN = "SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true)"
-PGVECTOR_HAS_ITERATIVE_SCAN = "SELECT 1 FROM pg_settings WHERE name = 'hnsw.iterative_scan'"
 # The chunks nearest to the query, and the definitions no chunk speaks for nearest to it, each
 # standing for the chunk holding its signature: a chunk ranks by the nearest of its vectors.
 # Each side walks its own HNSW index.
@@ -205,7 +204,7 @@ SELECT DISTINCT ON (c.id) c.id AS chunk_id, coalesce(s.chunk_id, c.id) AS head_i
 
 # --- symbols --------------------------------------------------------------------------------
 
-# Rows as `rows.SymbolHit`; `{where}` and `{order}` are filled by `find_symbols` below.
+# Rows as `rows.SymbolHit`; `{where}` and `{order}` are filled by `find_symbol` below.
 _FIND_SYMBOLS = (
     """
 SELECT s.name, s.qualified_name, s.kind, f.language, f.repo, f.path, s.start_line, s.end_line,
@@ -262,7 +261,7 @@ SELECT s.name, s.qualified_name, s.kind, f.language, f.repo, f.path, s.start_lin
 )
 
 
-def find_symbols(where: str, order: str) -> str:
+def find_symbol(where: str, order: str) -> str:
     """The look-up for one match mode (`where`: a key of the conditions above)."""
     return _FIND_SYMBOLS.format(where=_SYMBOL_WHERE[where], order=_SYMBOL_ORDER[order])
 

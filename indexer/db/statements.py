@@ -1,10 +1,10 @@
-"""SQL statements as named constants: the server's, project schemas, meta, the embedding
-column, files and chunks as a sweep writes them, summaries and sweeps (`store.py` runs them).
-The read path's are in `sql_lookup.py`, a bulk load's in `sql_bulk.py`, the schema's
-migrations in `migrations.py`.
+"""The write side's SQL statements as named constants: the server's, project schemas, meta,
+the embedding column, files and chunks as a sweep writes them (one by one, or a bulk load's
+COPY), summaries and sweeps; `store.py` and `bulk.py` run them. The read path's are in
+`queries.py`, the schema's migrations in `migrations.py`.
 
 Statements that touch a project use the placeholder `{schema}`, filled only with
-`psycopg.sql.Identifier` by `store.statement()`; values always travel as `%(name)s` parameters.
+`psycopg.sql.Identifier` by `Schema.sql()`; values always travel as `%(name)s` parameters.
 """
 
 from __future__ import annotations
@@ -117,7 +117,7 @@ CREATE_TRGM = [
     "CREATE INDEX IF NOT EXISTS rag_name_trgm ON {schema}.rag_name USING gin (name gin_trgm_ops)",
 ]
 # ef_construction 200 rather than pgvector's 64: at 105k chunks recall@10 at ef_search 400 is
-# 0.983 against 0.938, for about 20 s more of index build (docs/performance.md, Server).
+# 0.983 against 0.938, for about 20 s more of index build (docs/lab-log.md, server run 5).
 # Migration m006 rebuilt the indexes of earlier releases with these; changing them again
 # needs a migration of its own.
 HNSW_OPTIONS = "m = 16, ef_construction = 200"

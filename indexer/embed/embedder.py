@@ -208,8 +208,8 @@ def mismatch_message(recorded: EmbeddingModel, current: EmbeddingModel, project:
         f"project {project!r} was indexed {what}: run `./bld scan {project} --full` to re-embed it"
     )
     if recorded.provider == current.provider == PROVIDER_LOCAL and recorded.model != current.model:
-        # A local model that no longer ships (the torch build before the ONNX one) cannot be
-        # configured back: re-embedding is the way.
+        # Another local model may not be on this machine any more (bundled models change with
+        # releases; an exported folder may be gone): re-embedding is the way that always works.
         return rescan
     return (
         f"{rescan}, or set [embedding] back to provider = {recorded.provider}, "

@@ -122,57 +122,13 @@ def export_model(
         raise InvalidArgument(f"{dest} is not empty: choose a new folder, or pass --force")
     base = BUNDLED_SOURCE if source == BUNDLED_SOURCE else src.resolve().name
     name = name or (f"{base}-int8" if int8 else base)
-    # Nothing may reach a model hub: set before transformers / huggingface_hub read them.
-    os.environ["HF_HUB_OFFLINE"] = "1"
-    os.environ["TRANSFORMERS_OFFLINE"] = "1"
-    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
-    try:
-        import torch
-        from sentence_transformers import SentenceTransformer
-        from transformers import AutoModel
-    except ImportError as exc:
-        raise EmbedderUnavailable(_needs_extra(f"torch and sentence-transformers ({exc})")) from exc
-
-    from transformers.utils import logging as transformers_logging
-
-    transformers_logging.disable_progress_bar()
-    st: Any = SentenceTransformer(str(src), device="cpu", local_files_only=True)
-    transformer_dir = _module_dir(src, "Transformer")
+    torch, st, hf_model = _load_torch_model(src)
     tokenizer = st[0].tokenizer
     input_names = [n for n in tokenizer.model_input_names if n in _KNOWN_INPUTS]
-    hf_model = AutoModel.from_pretrained(
-        str(transformer_dir), attn_implementation="eager", local_files_only=True
-    ).eval()
-    config = hf_model.config
+    transformer_dir = _module_dir(src, "Transformer")
     prompts = getattr(st, "prompts", None) or {}
-
     dest.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(prefix="code-rag-export-") as scratch:
-        raw = Path(scratch) / "raw.onnx"
-        _torch_export(torch, hf_model, input_names, raw)
-        model_path, fused = raw, 0
-        if fuse and config.model_type in _FUSABLE:
-            model_path, fused = _fuse(raw, Path(scratch) / "fused.onnx", config)
-        final = dest / MODEL_FILE
-        if int8:
-            from onnx import TensorProto
-            from onnxruntime.quantization import QuantType, quantize_dynamic
-
-            with _quiet_root_logger():  # the quantizer logs advice on the root logger
-                quantize_dynamic(
-                    model_path,
-                    final,
-                    per_channel=True,
-                    # Unsigned 8-bit weights: on CPUs without VNNI (AVX2 only) signed-weight
-                    # products saturate, which costs accuracy (min cosine to the torch model
-                    # on 300 code chunks: 0.979 with signed 7-bit weights, 0.987 unsigned).
-                    weight_type=QuantType.QUInt8,
-                    # The fused Attention op is outside ONNX's shape inference: float outputs.
-                    extra_options={"DefaultTensorType": TensorProto.FLOAT},
-                )
-        else:
-            shutil.copyfile(model_path, final)
-
+    fused = _write_onnx(torch, hf_model, input_names, dest / MODEL_FILE, fuse=fuse, int8=int8)
     _write_tokenizer(transformer_dir, tokenizer, dest / TOKENIZER_FILE)
     for path in sorted(src.iterdir()):
         if path.is_file() and path.name.upper().startswith(LICENSE_PREFIXES):
@@ -202,6 +158,62 @@ def export_model(
     manifest.write(dest)  # last: a directory with a manifest is complete
     mean, low = _compare(st, dest)
     return ExportResult(dest, manifest, (dest / MODEL_FILE).stat().st_size, fused, mean, low)
+
+
+def _load_torch_model(src: Path) -> tuple[Any, Any, Any]:
+    """torch, the sentence-transformers model at `src` and its transformer, loaded offline."""
+    # Nothing may reach a model hub: set before transformers / huggingface_hub read them.
+    os.environ["HF_HUB_OFFLINE"] = "1"
+    os.environ["TRANSFORMERS_OFFLINE"] = "1"
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    try:
+        import torch
+        from sentence_transformers import SentenceTransformer
+        from transformers import AutoModel
+    except ImportError as exc:
+        raise EmbedderUnavailable(_needs_extra(f"torch and sentence-transformers ({exc})")) from exc
+
+    from transformers.utils import logging as transformers_logging
+
+    transformers_logging.disable_progress_bar()
+    st: Any = SentenceTransformer(str(src), device="cpu", local_files_only=True)
+    hf_model = AutoModel.from_pretrained(
+        str(_module_dir(src, "Transformer")), attn_implementation="eager", local_files_only=True
+    ).eval()
+    return torch, st, hf_model
+
+
+def _write_onnx(
+    torch: Any, hf_model: Any, input_names: list[str], final: Path, *, fuse: bool, int8: bool
+) -> int:
+    """The transformer as ONNX at `final`: exported, its attention fused where the model type
+    allows (returns how many were fused), and quantised to int8 when asked."""
+    config = hf_model.config
+    with tempfile.TemporaryDirectory(prefix="code-rag-export-") as scratch:
+        raw = Path(scratch) / "raw.onnx"
+        _torch_export(torch, hf_model, input_names, raw)
+        model_path, fused = raw, 0
+        if fuse and config.model_type in _FUSABLE:
+            model_path, fused = _fuse(raw, Path(scratch) / "fused.onnx", config)
+        if not int8:
+            shutil.copyfile(model_path, final)
+            return fused
+        from onnx import TensorProto
+        from onnxruntime.quantization import QuantType, quantize_dynamic
+
+        with _quiet_root_logger():  # the quantizer logs advice on the root logger
+            quantize_dynamic(
+                model_path,
+                final,
+                per_channel=True,
+                # Unsigned 8-bit weights: on CPUs without VNNI (AVX2 only) signed-weight
+                # products saturate, which costs accuracy (min cosine to the torch model
+                # on 300 code chunks: 0.979 with signed 7-bit weights, 0.987 unsigned).
+                weight_type=QuantType.QUInt8,
+                # The fused Attention op is outside ONNX's shape inference: float outputs.
+                extra_options={"DefaultTensorType": TensorProto.FLOAT},
+            )
+    return fused
 
 
 _KNOWN_INPUTS = ("input_ids", "attention_mask", "token_type_ids")

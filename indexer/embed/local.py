@@ -18,7 +18,7 @@ activation scales over a whole batch, so in a batch a text's vector moved with i
 (cosine 0.986-0.999 against the same text in another batch): the embedding cache, which reuses
 a chunk's vector by its text, and every eval that re-indexes got vectors that depended on what
 was embedded beside them. One piece per run makes a vector a function of its text alone (the
-same as the query path's), at the same speed on 2 cores (docs/performance.md, Embedding). A
+same as the query path's), at the same speed on 2 cores (docs/lab-log.md). A
 larger `batch_size` still works: longest first, each batch padded to its own longest piece.
 
 Queries never wait behind a sweep: documents and queries run on two ONNX Runtime sessions of the

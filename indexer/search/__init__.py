@@ -1,19 +1,16 @@
 """The read path: hybrid search (`hybrid`), each query's candidate lists (`candidates`), the
-keyword side and fusion (`fusion`), navigation by name (`symbols`) and by exact text (`text`,
-with the strings a regex needs: `needles`), and the server's cache of query vectors.
+keyword side (`keyword`), fusion and collapse as pure functions (`fusion`), the filters every
+tool shares, checked once (`filters`), reading a chunk back (`chunks`), navigation by name
+(`symbols`) and by exact text (`text`, with the strings a regex needs: `needles`), and the
+caches a server keeps across searches (query vectors, term statistics).
 """
 
 from indexer.search.candidates import DEFAULT_EF_SEARCH
-from indexer.search.hybrid import (
-    DEFAULT_TOP_K,
-    MAX_CONTEXT_LINES,
-    MAX_TOP_K,
-    SNIPPET_CHARS,
-    ChunkView,
-    SearchHit,
-    get_chunk,
-    search_code,
-)
+from indexer.search.chunks import MAX_CONTEXT_LINES, ChunkView, get_chunk
+from indexer.search.filters import Filters
+from indexer.search.fusion import DEFAULT_RANKING, Ranking
+from indexer.search.hybrid import DEFAULT_TOP_K, MAX_TOP_K, SNIPPET_CHARS, SearchHit, search_code
+from indexer.search.keyword import TermStatsCache
 from indexer.search.query_cache import QueryVectorCache
 from indexer.search.symbols import (
     DEFAULT_SYMBOL_LIMIT,
@@ -35,6 +32,7 @@ from indexer.search.text import (
 __all__ = [
     "DEFAULT_EF_SEARCH",
     "DEFAULT_MAX_RESULTS",
+    "DEFAULT_RANKING",
     "DEFAULT_SYMBOL_LIMIT",
     "DEFAULT_TOP_K",
     "MATCH_MODES",
@@ -44,11 +42,14 @@ __all__ = [
     "MAX_TOP_K",
     "SNIPPET_CHARS",
     "ChunkView",
+    "Filters",
     "LineMatches",
     "Outline",
     "QueryVectorCache",
+    "Ranking",
     "SearchHit",
     "SymbolMatches",
+    "TermStatsCache",
     "find_references",
     "find_symbol",
     "get_chunk",

@@ -1,29 +1,20 @@
 """The candidate lists of one query, before they are fused: the vector side's nearest chunks,
-the keyword side's, the chunks a query names exactly (a symbol) and those holding an
-identifier of the query verbatim; and the text the vector side embeds for a query.
-
-`search.search_code` runs the vector side and the others on two connections at once;
-`gather_candidates` runs them one after the other, for the evals in `bench/eval`.
+the keyword side's (`keyword.py`), the chunks a query names exactly (a symbol) and those holding
+an identifier of the query verbatim; the text the vector side embeds for a query; and the rows
+fusion's shortlist is shaped from. Each runs inside the caller's read transaction.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
 from typing import Any
 
 from chunkers.grammars import has_symbols
 from indexer import lexical
-from indexer.db import lookup, store
-from indexer.search.fusion import (
-    DEFAULT_RANKING,
-    Candidates,
-    Ranking,
-    at_least,
-    keyword_candidates,
-    scored,
-)
+from indexer.db import Conn, DefinitionPiece, Schema, StoredChunk, like_escape, lookup
+from indexer.search.fusion import Candidates, Ranking, scored
+from indexer.search.keyword import TermStatsCache, keyword_candidates
 
 # How many HNSW neighbours the vector side considers (pgvector's hnsw.ef_search).
 DEFAULT_EF_SEARCH = 400
@@ -46,7 +37,7 @@ MAX_VERBATIM_CHUNKS = 40
 # A question's opening ("where is", "how does", "what can I") says nothing about the code a
 # model should match: the vector side embeds the rest of the question (the keyword side
 # drops such words anyway). Measured on the developer questions' tuning split before it was
-# kept (docs/performance.md).
+# kept (docs/lab-log.md).
 QUESTION_OPENING_RE = re.compile(
     r"^(?:where|how|what|which)\s+"
     r"(?:is|are|do|does|did|can|could|should|would|will|was|were)"
@@ -64,45 +55,20 @@ def vector_query(query: str) -> str:
     return rest if len(rest.split()) >= MIN_QUESTION_WORDS else query
 
 
-def gather_candidates(
-    conn: store.Conn,
-    project: str,
-    query_vector: Sequence[float] | None,
-    query: str,
-    filters: Mapping[str, Any],
-    ef_search: int = DEFAULT_EF_SEARCH,
-    ranking: Ranking = DEFAULT_RANKING,
-    min_depth: int = 0,
-    *,
-    keyword: bool = True,
-) -> Candidates:
-    """The vector list (when a query vector is given), the keyword list (unless `keyword` is
-    False) and the exact symbol matches, under `filters`, one after the other inside the
-    caller's transaction (`search_code` runs the two sides at once)."""
-    ranking = at_least(ranking, min_depth)
-    nearest: list[tuple[int, float]] = []
-    if query_vector is not None:
-        nearest = lookup.vector_candidates(
-            conn, project, vector_param(query_vector), filters, ranking.vector_depth, ef_search
-        )
-    others = other_candidates(conn, project, query, filters, ranking, keyword)
-    ids, similarities = scored(nearest)
-    return replace(others, vector=ids, vector_scores=similarities)
-
-
 def other_candidates(
-    conn: store.Conn,
-    project: str,
+    conn: Conn,
+    schema: Schema,
     query: str,
     filters: Mapping[str, Any],
     ranking: Ranking,
     keyword: bool = True,
+    term_stats: TermStatsCache | None = None,
 ) -> Candidates:
     """Every list but the vector one: the keyword list (unless `keyword` is False), the exact
     symbol matches and the verbatim identifiers (with the keyword side)."""
-    found = keyword_candidates(conn, project, query, filters, ranking) if keyword else []
-    exact = exact_symbol(conn, project, query, filters) if SYMBOL_QUERY_RE.match(query) else []
-    verbatim = verbatim_code(conn, project, query, filters) if keyword else []
+    found = keyword_candidates(conn, schema, query, filters, ranking, term_stats) if keyword else []
+    exact = exact_symbol(conn, schema, query, filters) if SYMBOL_QUERY_RE.match(query) else []
+    verbatim = verbatim_code(conn, schema, query, filters) if keyword else []
     keyword_ids, keyword_scores = scored(found)
     return Candidates([], keyword_ids, exact, verbatim, keyword_scores=keyword_scores)
 
@@ -119,23 +85,19 @@ def query_identifiers(query: str) -> list[str]:
     return shaped[:MAX_VERBATIM_TERMS]
 
 
-def verbatim_code(
-    conn: store.Conn, project: str, query: str, filters: Mapping[str, Any]
-) -> list[int]:
+def verbatim_code(conn: Conn, schema: Schema, query: str, filters: Mapping[str, Any]) -> list[int]:
     """Code chunks (files with a grammar, not prose) holding an identifier of the query as
     written, for identifiers found in at most MAX_VERBATIM_CHUNKS chunks."""
     chosen: list[int] = []
     for word in query_identifiers(query):
-        rows = lookup.verbatim_chunks(conn, project, word, filters, MAX_VERBATIM_CHUNKS + 1)
+        rows = lookup.verbatim_chunks(conn, schema, word, filters, MAX_VERBATIM_CHUNKS + 1)
         if len(rows) > MAX_VERBATIM_CHUNKS:
             continue
         chosen.extend(cid for cid, language in rows if has_symbols(language) and cid not in chosen)
     return chosen
 
 
-def exact_symbol(
-    conn: store.Conn, project: str, query: str, filters: Mapping[str, Any]
-) -> list[int]:
+def exact_symbol(conn: Conn, schema: Schema, query: str, filters: Mapping[str, Any]) -> list[int]:
     """The chunks holding the signature of definitions named `query` (`Invoice.total`,
     `total`, `empty?`) from the symbol table, merged ones and the first piece of a split one
     included; failing that, chunks named `query`, or holding a line that defines it."""
@@ -148,15 +110,15 @@ def exact_symbol(
         "limit": 5,
         "name": name,
         "dotted": dotted,
-        "dotted_tail": "%." + store.like_escape(dotted),
+        "dotted_tail": "%." + like_escape(dotted),
     }
     where = "exact_qualified" if qualified else "exact"
-    defined = lookup.find_symbols(conn, project, where, "exact", params)
+    defined = lookup.find_symbol(conn, schema, where, "exact", params)
     ids = list(dict.fromkeys(s.chunk_id for s in defined if s.chunk_id is not None))
     if ids:
         return ids
     symbol = re.sub(r"#|::", ".", query) if "::" not in query else query
-    found = lookup.symbol_matches(conn, project, symbol, filters)
+    found = lookup.symbol_matches(conn, schema, symbol, filters)
     if found:
         return found
     owner, _, name = re.sub(r"#|::", ".", query).rpartition(".")
@@ -165,7 +127,7 @@ def exact_symbol(
         return []
     return lookup.symbol_defined_in(
         conn,
-        project,
+        schema,
         lexical.tsquery_term(term),
         DEFINITION_RE_TEMPLATE.format(name=re.escape(name)),
         owner or None,
@@ -177,3 +139,37 @@ def vector_param(vector: Sequence[float]) -> Any:
     import numpy as np
 
     return np.asarray(vector, dtype=np.float32)
+
+
+def nearest(
+    conn: Conn,
+    schema: Schema,
+    vector: Sequence[float],
+    filters: Mapping[str, Any],
+    ranking: Ranking,
+    ef_search: int,
+    iterative_scan: bool,
+) -> tuple[list[int], list[float]]:
+    """The vector side's list: chunk ids and their cosine similarity, best first."""
+    found = lookup.vector_candidates(
+        conn,
+        schema,
+        vector_param(vector),
+        filters,
+        ranking.vector_depth,
+        ef_search,
+        iterative_scan=iterative_scan,
+    )
+    return scored(found)
+
+
+def shaping_rows(
+    conn: Conn, schema: Schema, ordered: Sequence[int]
+) -> tuple[dict[int, StoredChunk], dict[int, DefinitionPiece]]:
+    """What `fusion.collapse` reads for `ordered`: the chunks, the windows of split definitions
+    among them, and the chunks holding those definitions' signatures."""
+    details = lookup.chunks_by_id(conn, schema, ordered)
+    pieces = lookup.definition_pieces(conn, schema, ordered)
+    heads = sorted({p.head_id for p in pieces.values()} - details.keys())
+    details.update(lookup.chunks_by_id(conn, schema, heads))
+    return details, pieces

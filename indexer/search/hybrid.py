@@ -1,45 +1,38 @@
-"""The read path: hybrid search over one project, and reading a chunk back.
+"""Hybrid search over one project: `search_code`.
 
 Two rankers run over the same filters (repo, language, path glob): HNSW cosine over the chunk
-vectors and PostgreSQL full text over identifier-aware terms (see `ranking.py` for how the
-keyword side stays bounded and how the lists are fused, `candidates.py` for each list). A
-query that names a symbol exactly puts that definition first. Results are pointers — path,
-lines, symbol, score, a short snippet — never whole files.
+vectors and PostgreSQL full text over identifier-aware terms (`keyword.py` keeps that side
+bounded; `candidates.py` gathers each list; `fusion.py` makes them one order). A query that
+names a symbol exactly puts that definition first. Results are pointers — path, lines, symbol,
+score, a short snippet — never whole files.
 """
 
 from __future__ import annotations
 
-import re
 import threading
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime
-from pathlib import Path
+from functools import partial
 from typing import Any
 
-from chunkers.detect import KNOWN_LANGUAGES
 from indexer import clock, truncate
-from indexer.db import Database, lookup, rows, store
+from indexer.db import Conn, Database, Schema, StoredChunk, store
 from indexer.embed import Embedder, EmbeddingModel, ensure_same_model
 from indexer.errors import InvalidArgument
-from indexer.project import Project, root_problem
+from indexer.project import Project
 from indexer.search.candidates import (
     DEFAULT_EF_SEARCH,
     SYMBOL_QUERY_RE,
+    nearest,
     other_candidates,
-    vector_param,
+    shaping_rows,
     vector_query,
 )
-from indexer.search.fusion import (
-    DEFAULT_RANKING,
-    Candidates,
-    Ranking,
-    at_least,
-    collapse,
-    fuse,
-    scored,
-    shaping_rows,
-)
+from indexer.search.chunks import located
+from indexer.search.filters import Filters
+from indexer.search.fusion import DEFAULT_RANKING, Candidates, Ranking, collapse, fuse, shortlist
+from indexer.search.keyword import TermStatsCache
 from indexer.search.query_cache import QueryVectorCache
 
 DEFAULT_TOP_K = 10
@@ -47,10 +40,7 @@ MAX_TOP_K = 50
 SNIPPET_LINES = 12
 SNIPPET_CHARS = 600
 MAX_QUERY_CHARS = 2000
-MAX_CONTEXT_LINES = 200
-# A chunk view's text (with its context lines): about 6k tokens, well inside what an agent's
-# client accepts from one tool call.
-MAX_CHUNK_VIEW_CHARS = 24_000
+MODES = ("hybrid", "vector", "keyword")
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,113 +64,6 @@ class SearchHit:
         return asdict(self)
 
 
-@dataclass(frozen=True, slots=True)
-class ChunkView:
-    chunk_id: int
-    repo: str
-    path: str
-    absolute_path: str
-    start_line: int
-    end_line: int
-    symbol: str | None
-    kind: str
-    language: str | None
-    text: str
-    text_start_line: int  # first line of `text` (earlier than start_line with context)
-    text_end_line: int
-    note: str | None = None  # e.g. the file changed on disk since it was indexed
-    truncated: bool = False  # `text` was cut at MAX_CHUNK_VIEW_CHARS
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-
-def glob_to_regex(glob: str) -> str:
-    """A POSIX regex for a path glob: `**` spans folders, `*` and `?` stay within one.
-
-    A glob without a slash matches the file name at any depth (`*.py`), as in .gitignore.
-    """
-    out = []
-    i = 0
-    while i < len(glob):
-        ch = glob[i]
-        if glob.startswith("**/", i):
-            out.append("(.*/)?")
-            i += 3
-            continue
-        if glob.startswith("**", i):
-            out.append(".*")
-            i += 2
-            continue
-        if ch == "*":
-            out.append("[^/]*")
-        elif ch == "?":
-            out.append("[^/]")
-        else:
-            out.append(re.escape(ch) if not ch.isalnum() else ch)
-        i += 1
-    body = "".join(out)
-    return ("^(.*/)?" if "/" not in glob.rstrip("/") else "^") + body + "$"
-
-
-def check_language(language: str | None) -> str | None:
-    """A language filter as stored (lower case); an id no file can have is refused."""
-    if language is None:
-        return None
-    name = language.strip().lower()
-    if name not in KNOWN_LANGUAGES:
-        near = sorted(k for k in KNOWN_LANGUAGES if k.startswith(name[:2]))[:8]
-        hint = f" (close: {', '.join(near)})" if near else ""
-        raise InvalidArgument(
-            f"unknown language {language!r}{hint}: use an id such as python, typescript, "
-            "javascript, go, rust, java, c, cpp, ruby, php"
-        )
-    return name
-
-
-def _check_arguments(query: str, top_k: int, path_glob: str | None) -> str:
-    if not isinstance(query, str) or not query.strip():
-        raise InvalidArgument("query is empty: describe the code you are looking for")
-    if len(query) > MAX_QUERY_CHARS:
-        raise InvalidArgument(
-            f"query is {len(query)} characters long: keep it under {MAX_QUERY_CHARS}"
-        )
-    if not isinstance(top_k, int) or isinstance(top_k, bool) or not 1 <= top_k <= MAX_TOP_K:
-        raise InvalidArgument(f"top_k must be an integer from 1 to {MAX_TOP_K}, got {top_k!r}")
-    if path_glob is not None and (not path_glob.strip() or len(path_glob) > 500):
-        raise InvalidArgument("path_glob must be a non-empty glob such as 'src/**/*.py'")
-    return query.strip()
-
-
-def snippet_of(content: str) -> str:
-    """The first SNIPPET_LINES lines of a chunk within SNIPPET_CHARS, marked "…" when cut."""
-    lines = content.splitlines()
-    text = "\n".join(lines[:SNIPPET_LINES])
-    if len(text) > SNIPPET_CHARS:
-        return truncate.cut(text, SNIPPET_CHARS)
-    return text + "\n…" if len(lines) > SNIPPET_LINES else text
-
-
-def _absolute(project: Project, repo: str, path: str) -> str:
-    root = project.root(repo)
-    return str(root.path / path) if root else path
-
-
-def _where(project: Project, row: rows.StoredChunk) -> dict[str, Any]:
-    """What a hit and a chunk view share: which chunk, where, and what it is."""
-    return {
-        "chunk_id": row.chunk_id,
-        "repo": row.repo,
-        "path": row.path,
-        "absolute_path": _absolute(project, row.repo, row.path),
-        "start_line": row.start_line,
-        "end_line": row.end_line,
-        "symbol": row.symbol,
-        "kind": row.kind,
-        "language": row.language,
-    }
-
-
 def search_code(
     db: Database,
     project: Project,
@@ -195,6 +78,7 @@ def search_code(
     mode: str = "hybrid",
     ranking: Ranking = DEFAULT_RANKING,
     query_vectors: QueryVectorCache | None = None,
+    term_stats: TermStatsCache | None = None,
 ) -> list[SearchHit]:
     """Ranked hits for `query` in `project`; `mode` is hybrid, vector or keyword.
 
@@ -204,67 +88,127 @@ def search_code(
     the vector side on another connection; no pooled connection waits on the model. Both sides
     read committed data: a chunk a concurrent sweep removed in between is skipped.
     """
-    query = _check_arguments(query, top_k, path_glob)
-    if mode not in ("hybrid", "vector", "keyword"):
-        raise InvalidArgument(f"mode must be hybrid, vector or keyword, got {mode!r}")
-    if repo is not None and project.root(repo) is None:
-        names = ", ".join(r.name for r in project.roots)
-        raise InvalidArgument(f"repo {repo!r} is not a root of this project: use one of {names}")
-    if mode != "keyword" and embedder is None:
-        raise InvalidArgument("vector search needs an embedder")
-    filters = {
-        "repo": repo,
-        "language": check_language(language),
-        "path_re": glob_to_regex(path_glob) if path_glob else None,
-    }
-    depth = at_least(ranking, top_k * 3)
-    what = f"searching {project.name}"
-
-    def other_lists(holding: Callable[[], None]) -> Candidates:
-        if mode == "vector" and not SYMBOL_QUERY_RE.match(query):
-            return Candidates()
-        with db.reading(what) as conn, conn.transaction():
-            holding()
-            return other_candidates(conn, project.name, query, filters, depth, mode != "vector")
-
+    query = _checked_query(query, top_k, mode, embedder)
+    lists = _Lists(
+        db,
+        Schema(project.name),
+        Filters.checked(project, repo, language, path_glob).params(),
+        ranking.deep_enough(top_k * 3),
+        term_stats,
+        f"searching {project.name}",
+    )
     if mode == "keyword":
-        with db.reading(what) as conn, conn.transaction():
-            candidates = other_candidates(conn, project.name, query, filters, depth)
-            scores, hits = _fused_rows(conn, project.name, candidates, depth, top_k)
+        with db.reading(lists.what) as conn, conn.transaction():
+            candidates = lists.others_on(conn, query, keyword=True)
+            scores, hits = lists.fused_hits(conn, candidates, top_k)
     else:
         assert embedder is not None
-        with _Concurrent(other_lists) as others:
-            model = embedder.identity
-            text = vector_query(query)
-            vector = (
-                query_vectors.vector(embedder, text)
-                if query_vectors is not None
-                else embedder.embed_query(text)
+        scores, hits = _with_vectors(lists, embedder, query, mode, top_k, ef_search, query_vectors)
+    return _search_hits(project, scores, hits)
+
+
+def _with_vectors(
+    lists: _Lists,
+    embedder: Embedder,
+    query: str,
+    mode: str,
+    top_k: int,
+    ef_search: int,
+    query_vectors: QueryVectorCache | None,
+) -> tuple[dict[int, float], list[tuple[StoredChunk, int]]]:
+    """A search with the vector side: the other lists gathered at once in a thread of their
+    own while this one embeds the query, then the vector side, then fusion."""
+    with _Concurrent(partial(lists.others, query, mode)) as others:
+        text = vector_query(query)
+        if query_vectors is not None:
+            vector = query_vectors.vector(embedder, text)
+        else:
+            vector = embedder.embed_query(text)
+        # Take a connection only once the other side holds its own: a search never holds
+        # one while waiting for another, so a full pool cannot deadlock searches.
+        others.wait_holding()
+        with lists.db.reading(lists.what) as conn, conn.transaction():
+            lists.check_model(conn, embedder.identity)
+            ids, similarities = nearest(
+                conn,
+                lists.schema,
+                vector,
+                lists.filters,
+                lists.ranking,
+                ef_search,
+                lists.db.iterative_scan,
             )
-            # Take a connection only once the other side holds its own: a search never holds
-            # one while waiting for another, so a full pool cannot deadlock searches.
-            others.wait_holding()
-            with db.reading(what) as conn, conn.transaction():
-                recorded = store.get_meta(conn, project.name, "embedding")
-                if recorded is not None:
-                    ensure_same_model(EmbeddingModel.from_dict(recorded), model, project.name)
-                nearest = lookup.vector_candidates(
-                    conn,
-                    project.name,
-                    vector_param(vector),
-                    filters,
-                    depth.vector_depth,
-                    ef_search,
-                )
-                found = others.result()
-                ids, similarities = scored(nearest)
-                candidates = replace(found, vector=ids, vector_scores=similarities)
-                scores, hits = _fused_rows(conn, project.name, candidates, depth, top_k)
+            candidates = replace(others.result(), vector=ids, vector_scores=similarities)
+            return lists.fused_hits(conn, candidates, top_k)
+
+
+def _checked_query(query: str, top_k: int, mode: str, embedder: Embedder | None) -> str:
+    if not isinstance(query, str) or not query.strip():
+        raise InvalidArgument("query is empty: describe the code you are looking for")
+    if len(query) > MAX_QUERY_CHARS:
+        raise InvalidArgument(
+            f"query is {len(query)} characters long: keep it under {MAX_QUERY_CHARS}"
+        )
+    if not isinstance(top_k, int) or isinstance(top_k, bool) or not 1 <= top_k <= MAX_TOP_K:
+        raise InvalidArgument(f"top_k must be an integer from 1 to {MAX_TOP_K}, got {top_k!r}")
+    if mode not in MODES:
+        raise InvalidArgument(f"mode must be hybrid, vector or keyword, got {mode!r}")
+    if mode != "keyword" and embedder is None:
+        raise InvalidArgument("vector search needs an embedder")
+    return query.strip()
+
+
+@dataclass(frozen=True)
+class _Lists:
+    """One search's lists, gathered under one schema, filters and ranking."""
+
+    db: Database
+    schema: Schema
+    filters: dict[str, Any]
+    ranking: Ranking
+    term_stats: TermStatsCache | None
+    what: str
+
+    def others(self, query: str, mode: str, holding: Callable[[], None]) -> Candidates:
+        """Every list but the vector one, on a connection of its own (`holding()` is called
+        once it is held); the keyword side only when `mode` asks for it."""
+        if mode == "vector" and not SYMBOL_QUERY_RE.match(query):
+            return Candidates()
+        with self.db.reading(self.what) as conn, conn.transaction():
+            holding()
+            return self.others_on(conn, query, keyword=mode != "vector")
+
+    def others_on(self, conn: Conn, query: str, *, keyword: bool) -> Candidates:
+        """Every list but the vector one, on `conn`; the keyword side only with `keyword`."""
+        return other_candidates(
+            conn, self.schema, query, self.filters, self.ranking, keyword, self.term_stats
+        )
+
+    def check_model(self, conn: Conn, model: EmbeddingModel) -> None:
+        """Refuse a query vector of another model than the index's."""
+        recorded = store.get_meta(conn, self.schema, "embedding")
+        if recorded is not None:
+            ensure_same_model(EmbeddingModel.from_dict(recorded), model, self.schema.name)
+
+    def fused_hits(
+        self, conn: Conn, candidates: Candidates, top_k: int
+    ) -> tuple[dict[int, float], list[tuple[StoredChunk, int]]]:
+        """Fuse the lists, read the rows of the shortlist (and the pieces of the definitions
+        they split), and collapse them to `top_k` hits, each with the id it ranks by."""
+        scores = fuse(candidates, self.ranking)
+        ordered = shortlist(scores, top_k)
+        details, pieces = shaping_rows(conn, self.schema, ordered)
+        return scores, collapse(ordered, details, top_k, pieces)
+
+
+def _search_hits(
+    project: Project, scores: dict[int, float], hits: list[tuple[StoredChunk, int]]
+) -> list[SearchHit]:
     now = clock.now()
-    problems = {repo: _root_problem(project, repo) for repo in {row.repo for row, _ in hits}}
+    problems = {repo: project.unavailable(repo) for repo in {row.repo for row, _ in hits}}
     return [
         SearchHit(
-            **_where(project, row),
+            **located(project, row),
             score=round(scores[ranked_by], 6),
             snippet=snippet_of(row.content),
             stale=problems[row.repo] is not None,
@@ -275,15 +219,13 @@ def search_code(
     ]
 
 
-def _fused_rows(
-    conn: store.Conn, project: str, candidates: Candidates, ranking: Ranking, top_k: int
-) -> tuple[dict[int, float], list[tuple[rows.StoredChunk, int]]]:
-    """Fuse the lists, read the rows of the best `shortlist x top_k` (and the pieces of the
-    definitions they split), and collapse them to `top_k` hits, each with the id it ranks by."""
-    scores = fuse(candidates, ranking)
-    ordered = sorted(scores, key=lambda cid: (-scores[cid], cid))[: top_k * ranking.shortlist]
-    details, pieces = shaping_rows(conn, project, ordered)
-    return scores, collapse(ordered, details, top_k, pieces)
+def snippet_of(content: str) -> str:
+    """The first SNIPPET_LINES lines of a chunk within SNIPPET_CHARS, marked "…" when cut."""
+    lines = content.splitlines()
+    text = "\n".join(lines[:SNIPPET_LINES])
+    if len(text) > SNIPPET_CHARS:
+        return truncate.cut(text, SNIPPET_CHARS)
+    return text + "\n…" if len(lines) > SNIPPET_LINES else text
 
 
 class _Concurrent:
@@ -327,59 +269,3 @@ class _Concurrent:
 
 def _age(indexed_at: datetime | None, now: datetime) -> int | None:
     return None if indexed_at is None else max(0, int((now - indexed_at).total_seconds()))
-
-
-def _root_problem(project: Project, repo: str) -> str | None:
-    root = project.root(repo)
-    return root_problem(root.path) if root is not None else None
-
-
-def _read_lines(path: Path) -> list[str] | None:
-    try:
-        return path.read_bytes().decode("utf-8", errors="replace").splitlines()
-    except OSError:
-        return None
-
-
-def get_chunk(db: Database, project: Project, chunk_id: int, context_lines: int = 0) -> ChunkView:
-    """The stored text of one chunk, optionally with lines around it read from the file.
-
-    Only files under one of the project's roots are ever read: the path comes from the index,
-    is resolved, and must stay inside its root. The file is read after the connection is
-    given back.
-    """
-    if not isinstance(chunk_id, int) or isinstance(chunk_id, bool) or chunk_id < 1:
-        raise InvalidArgument(
-            f"chunk_id must be a positive integer from search_code, got {chunk_id!r}"
-        )
-    if not isinstance(context_lines, int) or not 0 <= context_lines <= MAX_CONTEXT_LINES:
-        raise InvalidArgument(f"context_lines must be an integer from 0 to {MAX_CONTEXT_LINES}")
-    with db.reading(f"reading a chunk of {project.name}") as conn:
-        row = lookup.chunks_by_id(conn, project.name, [chunk_id]).get(chunk_id)
-    if row is None:
-        raise InvalidArgument(
-            f"no chunk {chunk_id} in this project: it may have been re-indexed; "
-            "run search_code again for fresh ids"
-        )
-    root = project.root(row.repo)
-    text, first, last, note = row.content, row.start_line, row.end_line, None
-    if context_lines and root is not None:
-        target = (root.path / row.path).resolve()
-        lines = _read_lines(target) if target.is_relative_to(root.path.resolve()) else None
-        if lines is None:
-            note = "the file could not be read now; showing the indexed text only"
-        else:
-            current = lines[row.start_line - 1 : row.end_line]
-            if current != row.content.splitlines():
-                note = "the file changed since it was indexed; lines shown are as they are now"
-            first = max(1, row.start_line - context_lines)
-            last = min(len(lines), row.end_line + context_lines)
-            text = "\n".join(lines[first - 1 : last])
-    return ChunkView(
-        **_where(project, row),
-        text=truncate.cut(text, MAX_CHUNK_VIEW_CHARS),
-        text_start_line=first,
-        text_end_line=last,
-        note=note,
-        truncated=len(text) > MAX_CHUNK_VIEW_CHARS,
-    )

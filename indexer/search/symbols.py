@@ -12,10 +12,10 @@ import re
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from indexer.db import Database, OutlineRow, SymbolHit, lookup, store
+from indexer.db import Database, OutlineRow, Schema, SymbolHit, like_escape, lookup
 from indexer.errors import InvalidArgument
 from indexer.project import Project
-from indexer.search.hybrid import check_language, glob_to_regex
+from indexer.search.filters import Filters, check_repo
 
 MATCH_MODES = ("exact", "prefix", "fuzzy")
 DEFAULT_SYMBOL_LIMIT = 20
@@ -72,22 +72,6 @@ class Outline:
         }
 
 
-def filters(
-    project: Project, repo: str | None, language: str | None, path_glob: str | None
-) -> dict[str, Any]:
-    """The repo / language / path filters every navigation tool shares, checked."""
-    if repo is not None and project.root(repo) is None:
-        names = ", ".join(r.name for r in project.roots)
-        raise InvalidArgument(f"repo {repo!r} is not a root of this project: use one of {names}")
-    if path_glob is not None and (not path_glob.strip() or len(path_glob) > 500):
-        raise InvalidArgument("path_glob must be a non-empty glob such as 'src/**/*.py'")
-    return {
-        "repo": repo,
-        "language": check_language(language),
-        "path_re": glob_to_regex(path_glob) if path_glob else None,
-    }
-
-
 def find_symbol(
     db: Database,
     project: Project,
@@ -113,7 +97,7 @@ def find_symbol(
     if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_SYMBOL_LIMIT:
         raise InvalidArgument(f"limit must be an integer from 1 to {MAX_SYMBOL_LIMIT}")
     params: dict[str, Any] = {
-        **filters(project, repo, language, path_glob),
+        **Filters.checked(project, repo, language, path_glob).params(),
         "kind": kind.strip().lower() if kind else None,
         "limit": limit,
     }
@@ -121,52 +105,50 @@ def find_symbol(
     parts = [p for p in _SEPARATORS.split(name) if p]
     qualified = len(parts) > 1 and not name.startswith("operator")
     last = parts[-1] if qualified else name
+    schema = Schema(project.name)
     with db.reading(f"looking up symbols in {project.name}") as conn:
         if match == "exact":
             dotted = _SEPARATORS.sub(".", name)
-            found = lookup.find_symbols(
+            found = lookup.find_symbol(
                 conn,
-                project.name,
+                schema,
                 "exact_qualified" if qualified else "exact",
                 "exact",
                 {
                     **params,
                     "name": last,
                     "dotted": dotted,
-                    "dotted_tail": "%." + store.like_escape(dotted),
+                    "dotted_tail": "%." + like_escape(dotted),
                 },
             )
             if found:
                 return SymbolMatches(found, "exact")
         elif match == "prefix":
-            prefix = store.like_escape(name.lower()) + "%"
+            prefix = like_escape(name.lower()) + "%"
             where = "prefix_qualified" if qualified else "prefix"
-            found = lookup.find_symbols(
-                conn, project.name, where, "prefix", {**params, "prefix": prefix}
-            )
+            found = lookup.find_symbol(conn, schema, where, "prefix", {**params, "prefix": prefix})
             return SymbolMatches(found, "prefix")
         if len(last) < MIN_FUZZY_CHARS:
             return SymbolMatches([], "fuzzy")
-        found = lookup.fuzzy_symbols(conn, project.name, {**params, "name": last})
+        found = lookup.fuzzy_symbols(conn, schema, {**params, "name": last})
     return SymbolMatches(found, "fuzzy")
 
 
 def get_outline(db: Database, project: Project, repo: str, path: str) -> Outline:
     """The definitions of one indexed file as a tree, in file order."""
-    if project.root(repo) is None:
-        names = ", ".join(r.name for r in project.roots)
-        raise InvalidArgument(f"repo {repo!r} is not a root of this project: use one of {names}")
+    check_repo(project, repo)
     path = (path or "").strip().lstrip("/")
     if not path:
         raise InvalidArgument("path is empty: give a file path relative to its root")
+    schema = Schema(project.name)
     with db.reading(f"reading an outline in {project.name}") as conn:
-        indexed = lookup.indexed_file(conn, project.name, repo, path)
+        indexed = lookup.indexed_file(conn, schema, repo, path)
         if indexed is None:
             raise InvalidArgument(
                 f"{repo}/{path} is not indexed: give a path relative to the root, as "
                 "search_code and find_symbol print it (a new file is indexed at the next sweep)"
             )
-        rows = lookup.file_symbols(conn, project.name, indexed.id)
+        rows = lookup.file_symbols(conn, schema, indexed.id)
     return Outline(repo, path, indexed.language, outline_tree(rows))
 
 

@@ -16,11 +16,11 @@ import re
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from indexer.db import BlockMatch, Database, LineMatch, lookup, store
+from indexer.db import BlockMatch, Database, LineMatch, Schema, like_escape, lookup, spelled
 from indexer.errors import InvalidArgument
 from indexer.project import Project
+from indexer.search.filters import Filters
 from indexer.search.needles import leading_options, needles
-from indexer.search.symbols import filters
 
 DEFAULT_MAX_RESULTS = 100
 MAX_RESULTS = 1000
@@ -88,7 +88,7 @@ def grep(
         )
     _check_limit(max_results)
     params: dict[str, Any] = {
-        **filters(project, repo, language, path_glob),
+        **Filters.checked(project, repo, language, path_glob).params(),
         "limit": max_results + 1,
         "max_line_chars": MAX_LINE_CHARS,
     }
@@ -100,7 +100,7 @@ def grep(
         alternatives = found.alternatives if found else ()
         for a, alternative in enumerate(alternatives):
             for n, needle in enumerate(alternative):
-                params[f"needle_{a}_{n}"] = "%" + store.spelled(needle) + "%"
+                params[f"needle_{a}_{n}"] = "%" + spelled(needle) + "%"
         ignore_case = not case_sensitive or (found is not None and found.ignore_case)
         block = BlockMatch(
             needles=tuple(len(a) for a in alternatives),
@@ -110,13 +110,13 @@ def grep(
     else:
         line_op = "like" if case_sensitive else "ilike"
         # Spelled, a literal holds no LIKE wildcard or escape: `%`, `_` and `\` are letters.
-        params["needle_0_0"] = "%" + store.spelled(pattern) + "%"
-        params["line_pattern"] = "%" + store.like_escape(pattern) + "%"
+        params["needle_0_0"] = "%" + spelled(pattern) + "%"
+        params["line_pattern"] = "%" + like_escape(pattern) + "%"
         block = BlockMatch(needles=(1,), needle_op=line_op)
     with db.reading(f"searching the text of {project.name}", timeout_ms=GREP_TIMEOUT_MS) as conn:
         if regex:
             lookup.check_regex(conn, pattern)
-        rows = lookup.grep_lines(conn, project.name, line_op, params, block)
+        rows = lookup.grep_lines(conn, Schema(project.name), line_op, params, block)
     return _bounded(rows, max_results, None if regex else pattern, case_sensitive)
 
 
@@ -167,7 +167,7 @@ def find_references(
     if len(parts) > 1 and not name.startswith("operator"):
         name = parts[-1]
     params: dict[str, Any] = {
-        **filters(project, repo, language, path_glob),
+        **Filters.checked(project, repo, language, path_glob).params(),
         "limit": max_results + 1,
         "max_line_chars": MAX_LINE_CHARS,
         "name": name,
@@ -176,11 +176,11 @@ def find_references(
         # Blocks through the trigram index on the literal, lines by the whole-word regex.
         rows = lookup.grep_lines(
             conn,
-            project.name,
+            Schema(project.name),
             "regex",
             {
                 **params,
-                "needle_0_0": "%" + store.spelled(name) + "%",
+                "needle_0_0": "%" + spelled(name) + "%",
                 "line_pattern": word_regex(name),
             },
             BlockMatch(needles=(1,), needle_op="like"),

@@ -34,7 +34,7 @@ import psycopg
 
 from chunkers import CHUNKER_VERSION, ChunkerConfig
 from indexer import clock
-from indexer.db import Database, database_error, store
+from indexer.db import Conn, Database, Schema, database_error, store
 from indexer.embed import Embedder, EmbeddingModel, needs_reembed, reembed_warning
 from indexer.errors import RagError, SweepRunning
 from indexer.project import ROOT_EMPTY, Project
@@ -80,7 +80,7 @@ class _Sweep:
     def __init__(
         self,
         db: Database,
-        conn: store.Conn,
+        conn: Conn,
         project: Project,
         embedder: Embedder,
         options: SweepOptions,
@@ -90,6 +90,7 @@ class _Sweep:
         self.db = db
         self.conn = conn
         self.project = project
+        self.schema = Schema(project.name)
         self.name = project.name
         self.embedder = embedder
         self.options = options
@@ -97,7 +98,7 @@ class _Sweep:
         self.progress = progress
         self.started = time.perf_counter()
         self.redo = False  # every file is re-chunked (full sweep, new model or chunker)
-        self.writer = Writer(conn, project.name, embedder, report)
+        self.writer = Writer(conn, self.schema, embedder, report)
 
     # -- model bookkeeping -------------------------------------------------------------------
 
@@ -105,7 +106,7 @@ class _Sweep:
         """Make the index ready for this embedder; return True when every file must be redone."""
         identity: EmbeddingModel = self.embedder.identity
         conn = self.conn
-        recorded_raw = store.get_meta(conn, self.name, "embedding")
+        recorded_raw = store.get_meta(conn, self.schema, "embedding")
         recorded = EmbeddingModel.from_dict(recorded_raw) if recorded_raw else None
         redo = full
         with conn.transaction():
@@ -116,19 +117,19 @@ class _Sweep:
                 self.report.warnings.append(warning)
                 redo = True
             if redo:
-                store.clear_project(conn, self.name)
-            store.set_embedding_dimension(conn, self.name, identity.dimension)
-            store.set_meta(conn, self.name, "embedding", identity.to_dict())
+                store.clear_project(conn, self.schema)
+            store.set_embedding_dimension(conn, self.schema, identity.dimension)
+            store.set_meta(conn, self.schema, "embedding", identity.to_dict())
             # Recorded only once every file has been chunked again (`_chunked_with_this_version`):
             # a sweep stopped half-way leaves the old version, and the next one redoes the rest.
-            if store.get_meta(conn, self.name, "chunker_version") != CHUNKER_VERSION:
+            if store.get_meta(conn, self.schema, "chunker_version") != CHUNKER_VERSION:
                 redo = True
         conn.commit()
         return redo
 
     def _chunked_with_this_version(self) -> None:
         with self.conn.transaction():
-            store.set_meta(self.conn, self.name, "chunker_version", CHUNKER_VERSION)
+            store.set_meta(self.conn, self.schema, "chunker_version", CHUNKER_VERSION)
 
     # -- the phases --------------------------------------------------------------------------
 
@@ -144,8 +145,8 @@ class _Sweep:
 
         t = time.perf_counter()
         repos = [root.name for root in self.project.roots]
-        removed_roots = store.delete_repos_except(self.conn, self.name, repos)
-        states = store.file_states(self.conn, self.name)
+        removed_roots = store.delete_repos_except(self.conn, self.schema, repos)
+        states = store.file_states(self.conn, self.schema)
         self.conn.commit()
         unavailable = self._unavailable_roots(walked.root_problems, states)
         for repo, path in walked.renamed:
@@ -158,7 +159,7 @@ class _Sweep:
         todo = self._compare(walked.files, states)
         bulk = self._bulk(todo, states)
         if bulk:
-            store.drop_bulk_indexes(self.conn, self.name, secondary=self.options.bulk_load)
+            store.drop_bulk_indexes(self.conn, self.schema, secondary=self.options.bulk_load)
             self.conn.commit()
         self.writer.bulk_load = bulk and self.options.bulk_load
         report.add_time("compare", time.perf_counter() - t)
@@ -167,10 +168,10 @@ class _Sweep:
         self.index(todo)
         if bulk:
             t = time.perf_counter()
-            chunks = store.chunk_count(self.conn, self.name)
+            chunks = store.chunk_count(self.conn, self.schema)
             store.build_bulk_indexes(
                 self.conn,
-                self.name,
+                self.schema,
                 build_memory(chunks, self.embedder.identity.dimension),
                 max(0, workers.free_cores() - 1),
             )
@@ -178,12 +179,12 @@ class _Sweep:
             report.add_time("build_index", time.perf_counter() - t)
         if bulk or report.chunks_written >= ANALYZE_AFTER_CHUNKS:
             t = time.perf_counter()
-            store.analyze_chunks(self.conn, self.name)
+            store.analyze_chunks(self.conn, self.schema)
             self.conn.commit()
             report.add_time("analyze", time.perf_counter() - t)
 
         t = time.perf_counter()
-        report.files_deleted += removed_roots + store.delete_files(self.conn, self.name, gone)
+        report.files_deleted += removed_roots + store.delete_files(self.conn, self.schema, gone)
         self.conn.commit()
         report.add_time("delete", time.perf_counter() - t)
         if self.redo and not unavailable:  # an unavailable root's files were not chunked again
@@ -198,14 +199,14 @@ class _Sweep:
         (an empty or emptied project, or a first sweep that was cut short)."""
         new = sum(state is None for _, state in todo)
         if not self.options.bulk_load:  # the row-by-row path: into an empty project only
-            return len(todo) >= BULK_LOAD_FILES and store.chunk_count(self.conn, self.name) == 0
+            return len(todo) >= BULK_LOAD_FILES and store.chunk_count(self.conn, self.schema) == 0
         return new >= BULK_LOAD_FILES and new >= sum(1 for s in states.values() if s.sha256)
 
     def ready_for_changes(self) -> bool:
         """Whether changes can go in file by file: the project was swept with this model and
         chunker (otherwise only a whole sweep brings it in line)."""
-        recorded = store.get_meta(self.conn, self.name, "embedding")
-        chunker = store.get_meta(self.conn, self.name, "chunker_version")
+        recorded = store.get_meta(self.conn, self.schema, "embedding")
+        chunker = store.get_meta(self.conn, self.schema, "chunker_version")
         self.conn.commit()
         return (
             recorded is not None
@@ -231,12 +232,12 @@ class _Sweep:
                     report.skipped[item.reason] = report.skipped.get(item.reason, 0) + 1
         report.add_time("walk", time.perf_counter() - t)
         report.files_seen = len(found)
-        states = store.file_states_at(self.conn, self.name, keys)
+        states = store.file_states_at(self.conn, self.schema, keys)
         self.conn.commit()
         seen = {(c.repo, c.path) for c in found}
         gone = [s.id for key, s in states.items() if key not in seen]
         self.index(self._compare(found, states))
-        report.files_deleted += store.delete_files(self.conn, self.name, gone)
+        report.files_deleted += store.delete_files(self.conn, self.schema, gone)
         self.conn.commit()
 
     def _compare(
@@ -341,11 +342,11 @@ class _Sweep:
         except BaseException as exc:  # handed to the main thread, which raises it
             out.put(exc)
 
-    def _batch(self, conn: store.Conn, files: list[Prepared]) -> Batch:
+    def _batch(self, conn: Conn, files: list[Prepared]) -> Batch:
         """The files with the vectors the index already holds for their chunks."""
         t = time.perf_counter()
         hashes = sorted({h for f in files for h in f.vector_keys()})
-        cached = store.cached_embeddings(conn, self.name, hashes)
+        cached = store.cached_embeddings(conn, self.schema, hashes)
         conn.rollback()
         self.report.add_time("cache_lookup", time.perf_counter() - t)
         return Batch(files, cached)
@@ -388,9 +389,10 @@ def sweep_project(
     """
     report = SweepReport(project=project.name, started_at=clock.now_iso(), full=full)
     what = f"sweeping {project.name}"
-    with _sweep_lock(db, project.name, wait), db.connection(what) as conn:
-        store.ensure_project(conn, project.name)
-        sweep_id = store.start_sweep(conn, project.name)
+    schema = Schema(project.name)
+    with _sweep_lock(db, schema, wait), db.connection(what) as conn:
+        store.ensure_project(conn, schema)
+        sweep_id = store.start_sweep(conn, schema)
         conn.commit()
         started = time.perf_counter()
         try:
@@ -402,10 +404,10 @@ def sweep_project(
                 report.error = database_error(exc, what).message
             else:
                 report.error = exc.message if isinstance(exc, RagError) else "interrupted"
-            _finish(conn, project.name, sweep_id, report, started)
+            _finish(conn, schema, sweep_id, report, started)
             raise
         report.outcome = "partial" if report.files_failed or report.roots_unavailable else "ok"
-        _finish(conn, project.name, sweep_id, report, started)
+        _finish(conn, schema, sweep_id, report, started)
         if progress is not None:
             progress(
                 SweepProgress(
@@ -434,12 +436,12 @@ def apply_changes(
     report = SweepReport(project=project.name, started_at=clock.now_iso())
     started = time.perf_counter()
     with (
-        _sweep_lock(db, project.name, wait=True),
+        _sweep_lock(db, Schema(project.name), wait=True),
         db.connection(f"indexing {project.name}") as conn,
     ):
         run = _Sweep(db, conn, project, embedder, options, report, None)
         try:
-            if not store.project_exists(conn, project.name) or not run.ready_for_changes():
+            if not store.project_exists(conn, run.schema) or not run.ready_for_changes():
                 return None
             run.run_changes(changed)
         except BaseException:
@@ -451,36 +453,34 @@ def apply_changes(
     return report
 
 
-def _rollback(conn: store.Conn) -> None:
+def _rollback(conn: Conn) -> None:
     """Roll back after a failure; a connection the database has dropped has nothing to undo,
     and the error that dropped it (not the rollback's) is the one to report."""
     with contextlib.suppress(psycopg.OperationalError):
         conn.rollback()
 
 
-def _finish(
-    conn: store.Conn, name: str, sweep_id: int, report: SweepReport, started: float
-) -> None:
+def _finish(conn: Conn, schema: Schema, sweep_id: int, report: SweepReport, started: float) -> None:
     report.finished_at = clock.now_iso()
     report.add_time("total", time.perf_counter() - started)
     try:
-        store.finish_sweep(conn, name, sweep_id, report.outcome, report.to_dict())
+        store.finish_sweep(conn, schema, sweep_id, report.outcome, report.to_dict())
         conn.commit()
     except psycopg.Error as exc:  # the database may be what failed: the report still returns
-        log.warning("could not record the sweep report of %s: %s", name, exc)
+        log.warning("could not record the sweep report of %s: %s", schema.name, exc)
 
 
 @contextlib.contextmanager
-def _sweep_lock(db: Database, name: str, wait: bool) -> Iterator[None]:
+def _sweep_lock(db: Database, schema: Schema, wait: bool) -> Iterator[None]:
     """Hold the project's sweep lock on a dedicated autocommit connection for the sweep."""
-    with db.session(f"locking {name} for a sweep") as conn:
-        if not store.try_sweep_lock(conn, name, wait=wait):
+    with db.session(f"locking {schema.name} for a sweep") as conn:
+        if not store.try_sweep_lock(conn, schema, wait=wait):
             raise SweepRunning(
-                f"a sweep of {name} is already running; it will pick up every change, "
+                f"a sweep of {schema.name} is already running; it will pick up every change, "
                 "or wait for it and run this again"
             )
         try:
             yield
         finally:
             with contextlib.suppress(psycopg.Error):  # closing the connection releases it too
-                store.release_sweep_lock(conn, name)
+                store.release_sweep_lock(conn, schema)

@@ -20,7 +20,7 @@ import numpy as np
 import psycopg
 
 from chunkers import embedding_text
-from indexer.db import bulk, store
+from indexer.db import Conn, Schema, bulk, store
 from indexer.embed import Embedder
 from indexer.errors import RagError
 from indexer.sweep.prepare import Batch, Prepared
@@ -43,14 +43,14 @@ class Writer:
 
     def __init__(
         self,
-        conn: store.Conn,
-        name: str,
+        conn: Conn,
+        schema: Schema,
         embedder: Embedder,
         report: SweepReport,
         bulk_load: bool = False,
     ) -> None:
         self.conn = conn
-        self.name = name
+        self.schema = schema
         self.embedder = embedder
         self.report = report
         self.bulk_load = bulk_load  # new files go in with COPY
@@ -78,7 +78,9 @@ class Writer:
             except RagError:
                 raise  # the embedder as a whole failed (unreachable, wrong model): stop
             except Exception:  # something in this batch broke it: find the file, spare the rest
-                log.exception("embedding a batch of %s failed; retrying file by file", self.name)
+                log.exception(
+                    "embedding a batch of %s failed; retrying file by file", self.schema.name
+                )
                 self._embed_file_by_file(batch, wanted, vectors, refused)
             report.add_time("embed", time.perf_counter() - t)
         t = time.perf_counter()
@@ -141,14 +143,14 @@ class Writer:
                 continue
             cand = f.candidate
             if f.touch_id is not None:
-                store.touch_file(conn, self.name, f.touch_id, cand.size, cand.mtime_ns)
+                store.touch_file(conn, self.schema, f.touch_id, cand.size, cand.mtime_ns)
                 report.files_unchanged += 1
                 continue
             if f.skip is not None:
                 report.skipped[f.skip] = report.skipped.get(f.skip, 0) + 1
                 report.files_seen -= 1
                 if f.row_id is not None:
-                    report.files_deleted += store.delete_files(conn, self.name, [f.row_id])
+                    report.files_deleted += store.delete_files(conn, self.schema, [f.row_id])
                 continue
             reason = f.error or next((refused[h] for h in f.vector_keys() if h in refused), None)
             if reason is None:
@@ -161,7 +163,7 @@ class Writer:
                     raise
                 except psycopg.Error as exc:
                     reason = f"could not be stored: {str(exc).strip().splitlines()[0]}"
-            store.record_file_error(conn, self.name, cand.repo, cand.path, reason, f.language)
+            store.record_file_error(conn, self.schema, cand.repo, cand.path, reason, f.language)
             report.fail_file(cand.repo, cand.path, reason)
             log.warning("%s/%s: %s", cand.repo, cand.path, reason)
         conn.commit()
@@ -186,13 +188,13 @@ class Writer:
         ]
         t = time.perf_counter()
         try:
-            bulk.load_files(self.conn, self.name, files)
+            bulk.load_files(self.conn, self.schema, files)
         except psycopg.OperationalError:
             raise
         except psycopg.Error as exc:
             log.warning(
                 "%s: the bulk load of a batch failed (%s); writing its files one by one",
-                self.name,
+                self.schema.name,
                 str(exc).strip().splitlines()[0],
             )
             return set()
@@ -222,7 +224,7 @@ class Writer:
     def _upsert(self, f: Prepared, vectors: dict[str, Any]) -> None:
         store.upsert_file(
             self.conn,
-            self.name,
+            self.schema,
             self._record(f),
             self._rows(f, vectors),
             self._symbols(f, vectors),

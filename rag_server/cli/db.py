@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from indexer.db import store
+from indexer.db import Schema, store
 from rag_server.cli.common import ConfigOption, open_database, settings_from, user_errors
 
 db_app = typer.Typer(help="The database: embedded or configured PostgreSQL.", no_args_is_help=True)
@@ -27,7 +27,7 @@ def db_status(config: ConfigOption = None) -> None:
             configured = set(settings.projects)
             typer.echo(f"project schemas: {len(names)}")
             for name in names:
-                s = store.summary(conn, name)
+                s = store.summary(conn, Schema(name))
                 note = "" if name in configured else "  (not in the projects file)"
                 typer.echo(f"  {name:<24} {s.files:>8,} files {s.chunks:>10,} chunks{note}")
             for name in sorted(configured - set(names)):

@@ -171,6 +171,7 @@ def search_handler(service: Service, project: Project, args: Mapping[str, Any]) 
         **filter_arguments(args),
         ef_search=service.settings.search.ef_search,
         query_vectors=service.query_vectors,
+        term_stats=service.term_stats,
     )
     result = bound_hits(query.strip(), [_finite(hit.to_dict()) for hit in hits])
     if not hits:

@@ -1,0 +1,139 @@
+"""The keyword side of a search: identifier-aware query terms (`lexical`), each weighted by
+its rarity (BM25's idf, from PostgreSQL's own statistics of the keyword column) and by where
+it occurs (symbol > path > body). Only the rarest terms decide which rows match, within a
+row budget, and every term counts in the score: the side stays bounded however common the
+query's words are.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from indexer import lexical
+from indexer.db import Conn, Schema, lookup
+from indexer.search.fusion import Ranking
+
+# Term statistics move only when the table is analysed: a cache reads them at most this often.
+TERM_STATS_SECONDS = 60.0
+
+
+@dataclass(frozen=True)
+class TermStats:
+    """Row count and the share of rows holding each common term, from `pg_stats`."""
+
+    rows: float
+    shares: dict[str, float]
+    floor: float  # the share assumed for a term not among the common ones
+
+    @property
+    def known(self) -> bool:
+        return self.rows > 0 and bool(self.shares)
+
+
+@dataclass(frozen=True)
+class KeywordPlan:
+    """What the keyword side will run: every query term with its idf, and the terms that
+    decide which rows match (the rarest, within the row budget)."""
+
+    terms: tuple[str, ...]
+    idfs: tuple[float, ...]
+    match_terms: tuple[str, ...]
+    estimated_rows: float
+
+
+class TermStatsCache:
+    """Each project's term statistics, read at most once every TERM_STATS_SECONDS; the server
+    holds one for its lifetime."""
+
+    def __init__(self, seconds: float = TERM_STATS_SECONDS) -> None:
+        self.seconds = seconds
+        self._stats: dict[str, tuple[float, TermStats]] = {}
+        self._lock = threading.Lock()
+
+    def get(self, conn: Conn, schema: Schema) -> TermStats:
+        now = time.monotonic()
+        with self._lock:
+            cached = self._stats.get(schema.name)
+        if cached is not None and now - cached[0] < self.seconds:
+            return cached[1]
+        stats = read_term_stats(conn, schema)
+        with self._lock:
+            self._stats[schema.name] = (now, stats)
+        return stats
+
+
+def read_term_stats(conn: Conn, schema: Schema) -> TermStats:
+    """The project's term statistics as the planner has them now."""
+    row = lookup.term_stats(conn, schema)
+    if row.terms is None or row.freqs is None:
+        return TermStats(float(row.rows), {}, 0.0)
+    rows, terms, freqs = float(row.rows), list(row.terms), [float(f) for f in row.freqs]
+    shares = dict(zip(terms, freqs[: len(terms)], strict=True))
+    # pg_stats appends the min and max share (and the share of empty rows) after the list:
+    # every term left out of the list is rarer than the minimum.
+    floor = min(freqs[len(terms) :][:1] or [min(shares.values(), default=0.0)])
+    return TermStats(rows, shares, floor / 2)
+
+
+def _share(stats: TermStats, word: str, prefix: bool) -> float:
+    share = stats.shares.get(word, stats.floor)
+    base = lexical.stem(word) if prefix else word
+    if base != word:
+        share = max(share, sum(v for t, v in stats.shares.items() if t.startswith(base)))
+    return min(share, 1.0)
+
+
+def keyword_plan(words: Sequence[str], stats: TermStats, ranking: Ranking) -> KeywordPlan:
+    """idf of each term (BM25's, from its share of rows) and the rarest terms whose estimated
+    matches fit in `ranking.match_rows`; without statistics every term matches, idf 1."""
+    if not stats.known:
+        return KeywordPlan(tuple(words), tuple(1.0 for _ in words), tuple(words), -1.0)
+    n = stats.rows
+    shares = [_share(stats, w, ranking.prefix) for w in words]
+    idfs = tuple(math.log(1.0 + (n - s * n + 0.5) / (s * n + 0.5)) for s in shares)
+    chosen: list[str] = []
+    estimated = 0.0
+    for share, word in sorted(zip(shares, words, strict=True)):
+        if chosen and estimated + share * n > ranking.match_rows:
+            break
+        chosen.append(word)
+        estimated += share * n
+    return KeywordPlan(tuple(words), idfs, tuple(chosen), estimated)
+
+
+def keyword_candidates(
+    conn: Conn,
+    schema: Schema,
+    query: str,
+    filters: Mapping[str, Any],
+    ranking: Ranking,
+    term_stats: TermStatsCache | None = None,
+) -> list[tuple[int, float]]:
+    """The keyword ranker's list for `query` with its scores, best first (see `Ranking`); the
+    term statistics from `term_stats`, or read now."""
+    words = lexical.query_terms(query, stopwords=ranking.stopwords)
+    if not words:
+        return []
+    params: dict[str, Any] = {
+        **filters,
+        "weights": list(ranking.field_weights),
+        "limit": ranking.keyword_depth,
+    }
+    if not ranking.idf:
+        params["tsquery"] = lexical.tsquery_any(words, prefix=ranking.prefix)
+        return lookup.keyword_candidates(conn, schema, params, None)
+    stats = term_stats.get(conn, schema) if term_stats else read_term_stats(conn, schema)
+    plan = keyword_plan(words, stats, ranking)
+    params.update(
+        norm=ranking.normalization,
+        term_queries=[lexical.tsquery_term(w, prefix=ranking.prefix) for w in plan.terms],
+        idfs=list(plan.idfs),
+        tsquery=lexical.tsquery_any(plan.match_terms, prefix=ranking.prefix),
+        max_ranked=ranking.max_ranked,
+    )
+    return lookup.keyword_candidates(conn, schema, params, len(plan.terms))
