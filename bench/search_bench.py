@@ -56,7 +56,7 @@ from indexer.db import (  # noqa: E402
 from indexer.embed import EmbedBatchResult, EmbeddingModel  # noqa: E402
 from indexer.embed.local import LocalEmbedder  # noqa: E402
 from indexer.project import Project, Root  # noqa: E402
-from indexer.search import (
+from indexer.search import (  # noqa: E402
     DEFAULT_EF_SEARCH,
     fusion,
 )

@@ -38,7 +38,7 @@ from indexer.db import (  # noqa: E402
     statements,
     store,
 )
-from indexer.embed import (
+from indexer.embed import (  # noqa: E402
     Embedder,
     make_embedder,
 )

@@ -38,7 +38,7 @@ sys.path.insert(0, str(HERE.parent))
 import machine  # noqa: E402  (bench/machine.py, beside this script)
 
 from chunkers import chunk_file, embedding_text, lone_definitions  # noqa: E402
-from indexer.db import (
+from indexer.db import (  # noqa: E402
     Database,
     store,
 )

@@ -27,7 +27,7 @@ from psycopg import sql as pgsql  # noqa: E402
 
 from chunkers import Chunk, ChunkerConfig, embedding_text  # noqa: E402
 from indexer import lexical  # noqa: E402
-from indexer.db import (
+from indexer.db import (  # noqa: E402
     Database,
     store,
 )

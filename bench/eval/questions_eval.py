@@ -37,7 +37,7 @@ from compare import (  # noqa: E402
 from index import ensure_index, model_suffix, open_database, prepare_dirs  # noqa: E402
 from questions import Question, ensure_valid  # noqa: E402
 
-from indexer.embed import (
+from indexer.embed import (  # noqa: E402
     Embedder,
     make_embedder,
 )

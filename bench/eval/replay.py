@@ -1,8 +1,9 @@
 """Offline replay of fusion and result shaping over both evals' candidate lists.
 
 Each query of both evals (docstring and developer questions, tuning and test splits) is asked
-once of each ranker, 200 deep, through `indexer.search.candidates.gather_candidates` on the indexes run.py
-built (run it first); the chunks named and the split definitions they belong to are read once.
+once of each ranker, 200 deep, through `indexer.search.candidates.gather_candidates` on the
+indexes run.py built (run it first); the chunks named and the split definitions they belong
+to are read once.
 Every variant (rank fusion's weights and depths, each ranker's first candidate lifted to a
 slot, how many fused candidates are shaped, collapse by line overlap or by definition; score
 fusion's share is `score_fusion.py`'s) is then replayed in

@@ -60,7 +60,7 @@ from index import (  # noqa: E402
 )
 
 from indexer.db import lookup  # noqa: E402
-from indexer.embed import (
+from indexer.embed import (  # noqa: E402
     Embedder,
     make_embedder,
 )
