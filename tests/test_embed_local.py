@@ -10,13 +10,13 @@ import subprocess
 import sys
 import textwrap
 import threading
-import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from indexer.embed import EmbeddingModel, make_embedder
-from indexer.embed.local import DEFAULT_LOCAL_MODEL, QUERIES, LocalEmbedder
+from indexer.embed.local import DEFAULT_LOCAL_MODEL, DOCUMENTS, QUERIES, LocalEmbedder
 from indexer.embed.model_dir import (
     MANIFEST_FILE,
     bundled_model_dir,
@@ -205,35 +205,51 @@ def test_labels_must_match_texts(local: LocalEmbedder) -> None:
         local.embed_documents("not a list")  # type: ignore[arg-type]
 
 
-def test_a_query_does_not_wait_for_a_document_batch(local: LocalEmbedder) -> None:
-    # A query while a sweep embeds a large batch runs on its own session: it is answered
-    # long before the batch ends, not after it (the torch embedder held one lock for both).
-    local.embed_query("warm up the query session")
-    idle = []
-    for _ in range(5):
-        t = time.perf_counter()
-        local.embed_query("where are files hashed")
-        idle.append(time.perf_counter() - t)
-    docs = [(SNIPPETS["email"] + SNIPPETS["config"]) * 3] * 48
-    window: dict[str, float] = {}
+class HeldSession:
+    """An inference session whose runs stop at a gate once started: a document batch held in
+    the middle of its inference, for as long as a test needs."""
 
-    def sweep() -> None:
-        window["start"] = time.perf_counter()
-        local.embed_documents(docs)
-        window["end"] = time.perf_counter()
+    def __init__(self, session: Any) -> None:
+        self.session = session
+        self.running = threading.Event()  # a run has started
+        self.gate = threading.Event()  # the test lets it go on
+        self.left = threading.Event()  # a run got past the gate (or gave up waiting)
 
-    thread = threading.Thread(target=sweep)
-    thread.start()
-    while "start" not in window:
-        time.sleep(0.005)
-    time.sleep(0.3)  # the batch is under way
-    t = time.perf_counter()
-    local.embed_query("send an email")
-    answered = time.perf_counter()
-    thread.join()
-    assert answered < window["end"], "the query waited for the whole document batch"
-    assert answered - t < max(min(idle) * 20, 1.0), (answered - t, idle)
-    assert local.runtime.loaded(QUERIES)
+    def get_inputs(self) -> Any:
+        return self.session.get_inputs()
+
+    def run(self, *args: Any) -> Any:
+        self.running.set()
+        opened = self.gate.wait(60)
+        self.left.set()
+        assert opened, "the test never opened the gate"
+        return self.session.run(*args)
+
+
+def test_a_query_does_not_wait_for_a_document_batch(
+    local: LocalEmbedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A query while a sweep embeds a batch runs on its own session and takes no lock the batch
+    # holds (the torch embedder held one lock for both): with the batch stopped in the middle
+    # of its inference, the query is answered and the batch is still running.
+    runtime = local.runtime
+    held = HeldSession(runtime.session(DOCUMENTS))
+    session = runtime.session
+    monkeypatch.setattr(
+        runtime, "session", lambda kind: held if kind == DOCUMENTS else session(kind)
+    )
+    batch = threading.Thread(target=local.embed_documents, args=([SNIPPETS["email"]] * 4,))
+    batch.start()
+    try:
+        assert held.running.wait(60), "the document batch never reached its inference"
+        vector = local.embed_query("send an email")
+        assert len(vector) == 384
+        assert not held.left.is_set(), "the query waited for the document batch"
+        assert runtime.loaded(QUERIES)
+    finally:
+        held.gate.set()
+        batch.join(60)
+    assert not batch.is_alive()
 
 
 IDENTITY_ONLY = textwrap.dedent(

@@ -1,5 +1,5 @@
-"""The navigation tools' schemas and handlers: find a definition by name, outline a file,
-find every line that says something, find the uses of an identifier.
+"""`find_symbol`, `get_outline`, `grep` and `find_references`: find a definition by name,
+outline a file, find every line that says something, find the uses of an identifier.
 
 They answer from the symbol table and the indexed text (no embedding involved), so they are
 exact and fast; results stay within the same size bound as every tool's (entries are dropped
@@ -18,25 +18,21 @@ from indexer.search import (
     MATCH_MODES,
     MAX_RESULTS,
     MAX_SYMBOL_LIMIT,
+    LineMatches,
     find_references,
     find_symbol,
     get_outline,
     grep,
 )
-from rag_server.mcp import fits_in_result
 from rag_server.service import Service
-
-_NULLABLE_STRING = {"type": ["string", "null"]}
-_REPO = {"type": "string", "description": "Only this root (see list_repos)."}
-_LANGUAGE = {
-    "type": "string",
-    "description": "Only this language, e.g. python, typescript, go, rust, java.",
-}
-_PATH_GLOB = {
-    "type": "string",
-    "description": "Only paths (relative to their root) matching this glob, "
-    "e.g. 'src/billing/**' or '**/*_test.go'.",
-}
+from rag_server.tools.schemas import (
+    FILTERS,
+    NULLABLE_STRING,
+    filter_arguments,
+    how_many,
+    input_schema,
+)
+from rag_server.tools.spec import ToolSpec, bound_list
 
 SYMBOL_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -47,7 +43,7 @@ SYMBOL_SCHEMA: dict[str, Any] = {
             "description": "with its owners: Billing::Subscription#cancel!, Point::fmt",
         },
         "kind": {"type": "string", "description": "function, method, class, struct, ..."},
-        "language": _NULLABLE_STRING,
+        "language": NULLABLE_STRING,
         "repo": {"type": "string"},
         "path": {"type": "string", "description": "path relative to the root"},
         "start_line": {"type": "integer", "description": "first line, doc comments included"},
@@ -72,9 +68,8 @@ SYMBOL_SCHEMA: dict[str, Any] = {
     ],
 }
 
-FIND_SYMBOL_INPUT: dict[str, Any] = {
-    "type": "object",
-    "properties": {
+FIND_SYMBOL_INPUT = input_schema(
+    {
         "name": {
             "type": "string",
             "minLength": 1,
@@ -89,20 +84,13 @@ FIND_SYMBOL_INPUT: dict[str, Any] = {
             "prefix (case-insensitive), fuzzy (similar names, typos).",
         },
         "kind": {"type": "string", "description": "Only this kind: function, method, class..."},
-        "repo": _REPO,
-        "language": _LANGUAGE,
-        "path_glob": _PATH_GLOB,
-        "limit": {
-            "type": "integer",
-            "minimum": 1,
-            "maximum": MAX_SYMBOL_LIMIT,
-            "default": DEFAULT_SYMBOL_LIMIT,
-            "description": "How many definitions to return.",
-        },
+        **FILTERS,
+        "limit": how_many(
+            MAX_SYMBOL_LIMIT, DEFAULT_SYMBOL_LIMIT, "How many definitions to return."
+        ),
     },
-    "required": ["name"],
-    "additionalProperties": False,
-}
+    required=["name"],
+)
 
 FIND_SYMBOL_OUTPUT: dict[str, Any] = {
     "type": "object",
@@ -118,9 +106,8 @@ FIND_SYMBOL_OUTPUT: dict[str, Any] = {
     "required": ["symbols", "match", "truncated"],
 }
 
-GET_OUTLINE_INPUT: dict[str, Any] = {
-    "type": "object",
-    "properties": {
+GET_OUTLINE_INPUT = input_schema(
+    {
         "repo": {"type": "string", "minLength": 1, "description": "The root (see list_repos)."},
         "path": {
             "type": "string",
@@ -128,9 +115,8 @@ GET_OUTLINE_INPUT: dict[str, Any] = {
             "description": "The file's path relative to its root, as other tools print it.",
         },
     },
-    "required": ["repo", "path"],
-    "additionalProperties": False,
-}
+    required=["repo", "path"],
+)
 
 _OUTLINE_ENTRY: dict[str, Any] = {
     "type": "object",
@@ -151,7 +137,7 @@ GET_OUTLINE_OUTPUT: dict[str, Any] = {
     "properties": {
         "repo": {"type": "string"},
         "path": {"type": "string"},
-        "language": _NULLABLE_STRING,
+        "language": NULLABLE_STRING,
         "symbols": {"type": "array", "items": _OUTLINE_ENTRY},
         "truncated": {"type": "boolean"},
     },
@@ -159,13 +145,11 @@ GET_OUTLINE_OUTPUT: dict[str, Any] = {
 }
 
 
-_MAX_RESULTS = {
-    "type": "integer",
-    "minimum": 1,
-    "maximum": MAX_RESULTS,
-    "default": DEFAULT_MAX_RESULTS,
-    "description": "At most this many lines; complete: false says there were more.",
-}
+_MAX_RESULTS = how_many(
+    MAX_RESULTS,
+    DEFAULT_MAX_RESULTS,
+    "At most this many lines; complete: false says there were more.",
+)
 _LINE: dict[str, Any] = {
     "type": "object",
     "properties": {
@@ -181,9 +165,22 @@ _COMPLETE = {
     "description": "false when max_results or the size bound cut the list: there is more",
 }
 
-GREP_INPUT: dict[str, Any] = {
-    "type": "object",
-    "properties": {
+
+def _lines_output(key: str) -> dict[str, Any]:
+    """The result of a tool that lists lines under `key`."""
+    return {
+        "type": "object",
+        "properties": {
+            key: {"type": "array", "items": _LINE},
+            "complete": _COMPLETE,
+            "truncated": {"type": "boolean"},
+        },
+        "required": [key, "complete"],
+    }
+
+
+GREP_INPUT = input_schema(
+    {
         "pattern": {
             "type": "string",
             "minLength": 1,
@@ -196,69 +193,35 @@ GREP_INPUT: dict[str, Any] = {
             "\\m \\M for word edges).",
         },
         "case_sensitive": {"type": "boolean", "default": True},
-        "repo": _REPO,
-        "language": _LANGUAGE,
-        "path_glob": _PATH_GLOB,
+        **FILTERS,
         "max_results": _MAX_RESULTS,
     },
-    "required": ["pattern"],
-    "additionalProperties": False,
-}
+    required=["pattern"],
+)
 
-GREP_OUTPUT: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "matches": {"type": "array", "items": _LINE},
-        "complete": _COMPLETE,
-        "truncated": {"type": "boolean"},
-    },
-    "required": ["matches", "complete"],
-}
+GREP_OUTPUT = _lines_output("matches")
 
-FIND_REFERENCES_INPUT: dict[str, Any] = {
-    "type": "object",
-    "properties": {
+FIND_REFERENCES_INPUT = input_schema(
+    {
         "name": {
             "type": "string",
             "minLength": 1,
             "description": "An identifier: parse_config, empty?, $el. With owners (Cart.add) "
             "the last part is looked for.",
         },
-        "repo": _REPO,
-        "language": _LANGUAGE,
-        "path_glob": _PATH_GLOB,
+        **FILTERS,
         "max_results": _MAX_RESULTS,
     },
-    "required": ["name"],
-    "additionalProperties": False,
-}
+    required=["name"],
+)
 
-FIND_REFERENCES_OUTPUT: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "references": {"type": "array", "items": _LINE},
-        "complete": _COMPLETE,
-        "truncated": {"type": "boolean"},
-    },
-    "required": ["references", "complete"],
-}
+FIND_REFERENCES_OUTPUT = _lines_output("references")
 
 
-def bound_list(result: dict[str, Any], key: str) -> dict[str, Any]:
-    """`result` within MAX_RESULT_CHARS: entries of `result[key]` dropped from the end."""
-    result["truncated"] = False
-    items = result[key]
-    if fits_in_result(result):
-        return result
-    low, high = 0, len(items)
-    while low < high:  # the longest prefix that fits
-        mid = (low + high + 1) // 2
-        if fits_in_result({**result, key: items[:mid]}):
-            low = mid
-        else:
-            high = mid - 1
-    result[key] = items[:low]
-    result["truncated"] = True
+def _bound_lines(found: LineMatches, key: str) -> dict[str, Any]:
+    """The lines under `key` within the size bound; not `complete` when the bound cut them."""
+    result = bound_list(found.to_dict(key), key)
+    result["complete"] = found.complete and not result["truncated"]
     return result
 
 
@@ -271,9 +234,7 @@ def find_symbol_handler(
         str(args["name"]),
         match=args.get("match") or "exact",
         kind=args.get("kind") or None,
-        repo=args.get("repo") or None,
-        language=args.get("language") or None,
-        path_glob=args.get("path_glob") or None,
+        **filter_arguments(args),
         limit=int(args.get("limit") or DEFAULT_SYMBOL_LIMIT),
     )
     return bound_list(found.to_dict(), "symbols")
@@ -293,14 +254,10 @@ def grep_handler(service: Service, project: Project, args: Mapping[str, Any]) ->
         str(args["pattern"]),
         regex=bool(args.get("regex", False)),
         case_sensitive=bool(args.get("case_sensitive", True)),
-        repo=args.get("repo") or None,
-        language=args.get("language") or None,
-        path_glob=args.get("path_glob") or None,
+        **filter_arguments(args),
         max_results=int(args.get("max_results") or DEFAULT_MAX_RESULTS),
     )
-    result = bound_list(found.to_dict("matches"), "matches")
-    result["complete"] = found.complete and not result["truncated"]
-    return result
+    return _bound_lines(found, "matches")
 
 
 def find_references_handler(
@@ -310,66 +267,62 @@ def find_references_handler(
         service.db,
         project,
         str(args["name"]),
-        repo=args.get("repo") or None,
-        language=args.get("language") or None,
-        path_glob=args.get("path_glob") or None,
+        **filter_arguments(args),
         max_results=int(args.get("max_results") or DEFAULT_MAX_RESULTS),
     )
-    result = bound_list(found.to_dict("references"), "references")
-    result["complete"] = found.complete and not result["truncated"]
-    return result
+    return _bound_lines(found, "references")
 
 
-# (name, title, description, input schema, output schema, handler) of each navigation tool,
-# in the order `tools.TOOLS` lists them. The descriptions say which question each answers.
-NAV_TOOLS: tuple[tuple[str, str, str, dict[str, Any], dict[str, Any], Any], ...] = (
-    (
-        "find_symbol",
-        "Find where a symbol is defined",
-        "Answer 'where is X defined?': the definitions named `name` (functions, methods, "
-        "classes, structs, modules... from the parse of every indexed file, nested and small "
-        "ones included) with repo, path, start_line-end_line, kind, qualified_name and the "
-        "signature line. `Cart.add` / `Cart::add` / `Cart#add` narrow by owner. match=prefix "
-        "lists names starting with it, match=fuzzy finds near misses; an exact name that "
-        "matches nothing falls back to fuzzy (the result's `match` says so). Use search_code "
-        "instead when you can only describe the code.",
-        FIND_SYMBOL_INPUT,
-        FIND_SYMBOL_OUTPUT,
-        find_symbol_handler,
-    ),
-    (
-        "get_outline",
-        "Outline a file",
-        "Answer 'what is in this file?': the definitions of one indexed file as a tree "
-        "(classes with their methods), each with kind, lines and signature, without reading "
-        "the file. Give the repo and path as other tools print them.",
-        GET_OUTLINE_INPUT,
-        GET_OUTLINE_OUTPUT,
-        get_outline_handler,
-    ),
-    (
-        "grep",
-        "Find every line that says X",
-        "Answer 'where does this exact text appear?': every matching line of the indexed "
-        "files (not one per chunk) with repo, path and line number, sorted by path. A literal "
-        "by default (case-sensitive unless case_sensitive=false); regex=true takes a "
-        "PostgreSQL regex. `complete: false` means max_results cut the list: narrow with "
-        "repo, language or path_glob. Use it for strings, error messages, config keys; "
-        "search_code for meaning.",
-        GREP_INPUT,
-        GREP_OUTPUT,
-        grep_handler,
-    ),
-    (
-        "find_references",
-        "Find the uses of an identifier",
-        "Answer 'who calls / uses X?': every line where the identifier occurs as a whole word, "
-        "except the lines defining it, grouped by file (repo, path, line, text). A textual "
-        "match, so it finds calls, imports and mentions in comments alike, in every language. "
-        "`complete: false` means the cap cut the list: there are more, narrow with repo, "
-        "language or path_glob. Use find_symbol for the definition itself.",
-        FIND_REFERENCES_INPUT,
-        FIND_REFERENCES_OUTPUT,
-        find_references_handler,
-    ),
+# The descriptions say which question each tool answers, and which tool to use instead.
+FIND_SYMBOL = ToolSpec(
+    "find_symbol",
+    "Find where a symbol is defined",
+    "Answer 'where is X defined?': the definitions named `name` (functions, methods, "
+    "classes, structs, modules... from the parse of every indexed file, nested and small "
+    "ones included) with repo, path, start_line-end_line, kind, qualified_name and the "
+    "signature line. `Cart.add` / `Cart::add` / `Cart#add` narrow by owner. match=prefix "
+    "lists names starting with it, match=fuzzy finds near misses; an exact name that "
+    "matches nothing falls back to fuzzy (the result's `match` says so). Use search_code "
+    "instead when you can only describe the code.",
+    FIND_SYMBOL_INPUT,
+    FIND_SYMBOL_OUTPUT,
+    find_symbol_handler,
+)
+
+GET_OUTLINE = ToolSpec(
+    "get_outline",
+    "Outline a file",
+    "Answer 'what is in this file?': the definitions of one indexed file as a tree "
+    "(classes with their methods), each with kind, lines and signature, without reading "
+    "the file. Give the repo and path as other tools print them.",
+    GET_OUTLINE_INPUT,
+    GET_OUTLINE_OUTPUT,
+    get_outline_handler,
+)
+
+GREP = ToolSpec(
+    "grep",
+    "Find every line that says X",
+    "Answer 'where does this exact text appear?': every matching line of the indexed "
+    "files (not one per chunk) with repo, path and line number, sorted by path. A literal "
+    "by default (case-sensitive unless case_sensitive=false); regex=true takes a "
+    "PostgreSQL regex. `complete: false` means max_results cut the list: narrow with "
+    "repo, language or path_glob. Use it for strings, error messages, config keys; "
+    "search_code for meaning.",
+    GREP_INPUT,
+    GREP_OUTPUT,
+    grep_handler,
+)
+
+FIND_REFERENCES = ToolSpec(
+    "find_references",
+    "Find the uses of an identifier",
+    "Answer 'who calls / uses X?': every line where the identifier occurs as a whole word, "
+    "except the lines defining it, grouped by file (repo, path, line, text). A textual "
+    "match, so it finds calls, imports and mentions in comments alike, in every language. "
+    "`complete: false` means the cap cut the list: there are more, narrow with repo, "
+    "language or path_glob. Use find_symbol for the definition itself.",
+    FIND_REFERENCES_INPUT,
+    FIND_REFERENCES_OUTPUT,
+    find_references_handler,
 )

@@ -1,6 +1,7 @@
-"""`./bld serve` and `./bld up`: the server's commands — `up` writes the configuration when
-there is none, sweeps every project with progress, then serves like `serve`; both print the
-exact `claude mcp add` line for each project."""
+"""From nothing to a running server: `init` writes the configuration, `serve` serves it, and
+`up` does all at once (writes the configuration when there is none, sweeps every project with
+progress, then serves like `serve`); both servers print the exact `claude mcp add` line for
+each project."""
 
 from __future__ import annotations
 
@@ -11,7 +12,8 @@ import typer
 
 from indexer.errors import RagError
 from indexer.sweep import sweep_project
-from rag_server.cli_common import ConfigOption, open_database, settings_from, user_errors
+from rag_server.cli.common import ConfigOption, open_database, settings_from, user_errors
+from rag_server.cli.render import SweepPrinter, describe_report
 from rag_server.config import (
     Settings,
     default_config_path,
@@ -21,7 +23,6 @@ from rag_server.config import (
     sweep_options,
     write_initial_config,
 )
-from rag_server.render import SweepPrinter, describe_report
 
 
 def _server_logging() -> None:
@@ -138,3 +139,19 @@ def up(
         _print_connect_lines(settings)
         _server_logging()
         serve_forever(settings, database=db, embedder=embedder)
+
+
+def init(
+    force: Annotated[bool, typer.Option("--force", help="Overwrite existing files.")] = False,
+    config: ConfigOption = None,
+) -> None:
+    """Write application.ini (with a fresh token) and rag-projects.json (this checkout as a demo
+    project) from the examples; existing files are kept unless --force.
+
+    Example: ./bld init && ./bld scan all
+    """
+    with user_errors():
+        target = (config or default_config_path()).expanduser().resolve()
+        for written in write_initial_config(target, force=force):
+            typer.echo(f"wrote {written}")
+        typer.echo("next: edit rag-projects.json to point at your code, then ./bld scan all")

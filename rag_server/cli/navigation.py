@@ -20,14 +20,16 @@ from indexer.search import (
     get_outline,
 )
 from indexer.search import grep as grep_text
-from rag_server.cli_common import ConfigOption, project_database, user_errors
+from rag_server.cli.common import (
+    ConfigOption,
+    LanguageOption,
+    PathOption,
+    RepoOption,
+    project_database,
+    user_errors,
+)
 
 ProjectArg = Annotated[str, typer.Argument(help="The project to look in.")]
-RepoOption = Annotated[str | None, typer.Option(help="Only this root (its name).")]
-LanguageOption = Annotated[str | None, typer.Option(help="Only this language, e.g. python.")]
-PathOption = Annotated[
-    str | None, typer.Option("--path", help="Only paths matching this glob, e.g. 'src/**/*.py'.")
-]
 MaxOption = Annotated[
     int, typer.Option("--max", min=1, max=MAX_RESULTS, help="At most this many lines.")
 ]

@@ -1,5 +1,5 @@
-"""What every `./bld` command shares: the `--config` option, opening the database, and the
-one translation of our errors into a line on stderr and exit code 1."""
+"""What the `./bld` commands share: the `--config` option and the filter options, opening the
+database, and the one translation of our errors into a line on stderr and exit code 1."""
 
 from __future__ import annotations
 
@@ -23,6 +23,13 @@ ConfigOption = Annotated[
         help="application.ini to use (default: ./application.ini; all defaults if missing).",
         show_default=False,
     ),
+]
+
+# The filters of the commands that read the index, as the tools' repo, language and path_glob.
+RepoOption = Annotated[str | None, typer.Option(help="Only this root (its name).")]
+LanguageOption = Annotated[str | None, typer.Option(help="Only this language, e.g. python.")]
+PathOption = Annotated[
+    str | None, typer.Option("--path", help="Only paths matching this glob, e.g. 'src/**/*.py'.")
 ]
 
 

@@ -1,0 +1,63 @@
+"""The `./bld` command line: a thin Typer shell over the functions the server uses.
+
+Each command parses its options, calls into the packages, prints one clear line on a known
+error (`RagError`, through `common.user_errors`) and exits non-zero. Tracebacks are for bugs,
+never for user mistakes. This face assembles the commands, in the order `--help` lists them:
+
+    index.py        scan, status, reindex
+    search.py       search
+    navigation.py   symbols, outline, grep, refs
+    serve.py        init, serve, up
+    develop.py      test, check
+    db.py, model.py the `db` and `model` command groups
+    common.py       the shared options, opening the database, our errors as one line
+    render.py       what a person reads on a terminal: progress, reports, status
+    admin_client.py the calls to the running server's admin endpoint
+"""
+
+from __future__ import annotations
+
+import logging
+
+import typer
+
+from rag_server.cli import develop, index, navigation, search, serve
+from rag_server.cli.db import db_app
+from rag_server.cli.model import model_app
+
+__all__ = ["app", "main"]
+
+app = typer.Typer(
+    name="bld",
+    help="code-rag: local code search for coding agents.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+)
+app.add_typer(db_app, name="db")
+app.add_typer(model_app, name="model")
+
+for command in (
+    index.scan,
+    index.status,
+    index.reindex,
+    search.search,
+    navigation.symbols,
+    navigation.outline,
+    navigation.grep,
+    navigation.refs,
+    serve.init,
+):
+    app.command()(command)
+app.command(context_settings=develop.PASS_THROUGH)(develop.test)
+app.command()(develop.check)
+app.command()(serve.serve)
+app.command()(serve.up)
+
+
+def main() -> None:
+    # The pool narrates connections it discards (a server that went away); the command's own
+    # `error:` line says what happened and what to do.
+    logging.getLogger("psycopg.pool").setLevel(logging.ERROR)
+    app(prog_name="bld")

@@ -1,0 +1,160 @@
+"""The index's upkeep from the command line: `scan` (reconcile, then sweep now with progress),
+`status` (from the database, or the running server) and `reindex` (ask the server to sweep)."""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Any
+
+import typer
+
+from indexer.db import Database
+from indexer.project import Project
+from indexer.status import project_status
+from indexer.sweep import sweep_project, walk_project
+from rag_server.cli.admin_client import admin_call
+from rag_server.cli.common import ConfigOption, open_database, settings_from, user_errors
+from rag_server.cli.render import SweepPrinter, describe_report, format_status
+from rag_server.config import Settings, make_settings_embedder, select_projects, sweep_options
+from rag_server.reconcile import reconcile
+
+EXIT_FILES_FAILED = 3
+EXIT_DROP_REFUSED = 4
+
+
+def scan(
+    target: Annotated[str, typer.Argument(help="A project name from rag-projects.json, or all.")],
+    yes: Annotated[
+        bool, typer.Option("--yes", "-y", help="Drop orphan schemas without asking.")
+    ] = False,
+    dry_run: Annotated[
+        bool,
+        typer.Option(
+            "--dry-run",
+            help="List what would be indexed and why files are skipped; change nothing.",
+        ),
+    ] = False,
+    full: Annotated[
+        bool, typer.Option("--full", help="Re-read, re-chunk and re-embed every file.")
+    ] = False,
+    config: ConfigOption = None,
+) -> None:
+    """Reconcile the database with the projects file, then sweep now with progress.
+
+    Schemas of projects no longer in rag-projects.json are listed and dropped only after
+    `Proceed? [y/N]` is answered yes (or with --yes). Exit codes: 0 done; 1 error;
+    3 some files failed (listed; retried next sweep); 4 a drop was refused.
+
+    Example: ./bld scan all --dry-run
+    """
+    with user_errors():
+        settings = settings_from(config)
+        projects = select_projects(settings, target)
+        if dry_run:
+            _dry_run(settings, projects)
+            return
+        code = 0
+        with open_database(settings) as db:
+            with db.connection("reconciling the projects") as conn:
+                if not reconcile(conn, settings, yes):
+                    code = EXIT_DROP_REFUSED
+            failed = _sweep(db, settings, projects, full)
+        if failed and not code:
+            code = EXIT_FILES_FAILED
+        raise typer.Exit(code)
+
+
+def _sweep(db: Database, settings: Settings, projects: list[Project], full: bool) -> bool:
+    """Sweep each project now with progress and its report; whether some file failed."""
+    failed = False
+    embedder = make_settings_embedder(settings)
+    try:
+        for project in projects:
+            report = sweep_project(
+                db,
+                project,
+                embedder,
+                sweep_options(settings),
+                full=full,
+                wait=True,
+                progress=SweepPrinter(),
+            )
+            typer.echo(describe_report(report))
+            for failure in report.failures[:20]:
+                typer.echo(f"  failed: {failure['repo']}/{failure['path']}: {failure['reason']}")
+            failed = failed or bool(report.files_failed)
+    finally:
+        embedder.close()
+    return failed
+
+
+def _dry_run(settings: Settings, projects: list[Project]) -> None:
+    options = sweep_options(settings)
+    for project in projects:
+        result = walk_project(project, options.walk)
+        typer.echo(f"{project.name}: {len(result.files):,} files would be indexed")
+        for cand in result.files:
+            typer.echo(f"  + {cand.repo}/{cand.path}")
+        for skipped in result.skipped:
+            typer.echo(f"  - {skipped.repo}/{skipped.path}  ({skipped.reason})")
+        counts = ", ".join(f"{n:,} {reason}" for reason, n in result.skipped_by_reason().items())
+        typer.echo(f"{project.name}: {len(result.files):,} to index; skipped: {counts or 'none'}")
+
+
+def _print_statuses(statuses: list[dict[str, Any]], settings: Settings) -> None:
+    if not statuses:
+        typer.echo(f"no projects in {settings.projects_path}: run ./bld init, or add one")
+    for i, s in enumerate(statuses):
+        if i:
+            typer.echo("")
+        typer.echo("\n".join(format_status(s)))
+
+
+def status(
+    project: Annotated[str | None, typer.Argument(help="One project (default: all).")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")] = False,
+    server: Annotated[
+        bool,
+        typer.Option(
+            "--server", help="Ask the running server (admin endpoint) instead of the database."
+        ),
+    ] = False,
+    config: ConfigOption = None,
+) -> None:
+    """Show each project's roots, files, chunks, last sweep, failures and embedding model.
+
+    Reads the database, so it works whether the server runs or not.
+
+    Example: ./bld status code_rag --json
+    """
+    with user_errors():
+        settings = settings_from(config)
+        if server:
+            result = admin_call(settings, "status", {"project": project} if project else {})
+            one = isinstance(result, dict) and "projects" not in result
+            statuses = [result] if one else result.get("projects", [])
+        else:
+            projects = select_projects(settings, project or "all")
+            with open_database(settings) as db, db.reading("reading the status") as conn:
+                statuses = [project_status(conn, p).to_dict() for p in projects]
+        if as_json:
+            typer.echo(json.dumps({"projects": statuses}, indent=2))
+        else:
+            _print_statuses(statuses, settings)
+
+
+def reindex(
+    target: Annotated[str, typer.Argument(help="A project name, or all.")],
+    full: Annotated[bool, typer.Option("--full", help="Re-embed every file.")] = False,
+    config: ConfigOption = None,
+) -> None:
+    """Ask the running server to sweep now (in the background); prints the run ids.
+
+    The same call as `curl ... -d '{"method": "reindex", ...}'` in docs/mcp.md.
+
+    Example: ./bld reindex all
+    """
+    with user_errors():
+        settings = settings_from(config)
+        result = admin_call(settings, "reindex", {"project": target, "full": full})
+        typer.echo(json.dumps(result, indent=2))

@@ -1,0 +1,71 @@
+"""`./bld search`: the CLI face of the `search_code` tool, hits ranked as the tool ranks them."""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated
+
+import typer
+
+from indexer.search import SearchHit, search_code
+from rag_server.cli.common import (
+    ConfigOption,
+    LanguageOption,
+    PathOption,
+    RepoOption,
+    open_database,
+    settings_from,
+    user_errors,
+)
+from rag_server.config import make_settings_embedder, select_projects
+
+
+def search(
+    project: Annotated[str, typer.Argument(help="The project to search.")],
+    query: Annotated[str, typer.Argument(help="What the code does, or a name in it.")],
+    top_k: Annotated[int, typer.Option("--top-k", "-k", min=1, max=50, help="How many hits.")] = 10,
+    repo: RepoOption = None,
+    language: LanguageOption = None,
+    path: PathOption = None,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print the hits as JSON (as search_code returns them).")
+    ] = False,
+    config: ConfigOption = None,
+) -> None:
+    """Search a project and print ranked hits as `path:start-end  symbol  score`.
+
+    Example: ./bld search code_rag "where are files hashed" --top-k 5
+    """
+    with user_errors():
+        settings = settings_from(config)
+        [target] = select_projects(settings, project)
+        embedder = make_settings_embedder(settings)
+        try:
+            with open_database(settings) as db:
+                hits = search_code(
+                    db,
+                    target,
+                    embedder,
+                    query,
+                    top_k=top_k,
+                    repo=repo,
+                    language=language,
+                    path_glob=path,
+                    ef_search=settings.search.ef_search,
+                )
+        finally:
+            embedder.close()
+    if as_json:
+        typer.echo(json.dumps({"hits": [h.to_dict() for h in hits]}, indent=2))
+    else:
+        _print_hits(hits)
+
+
+def _print_hits(hits: list[SearchHit]) -> None:
+    if not hits:
+        typer.echo("no hits")
+    width = max((len(f"{h.repo}/{h.path}:{h.start_line}-{h.end_line}") for h in hits), default=0)
+    for h in hits:
+        where = f"{h.repo}/{h.path}:{h.start_line}-{h.end_line}"
+        stale = "  (stale: its root is unavailable)" if h.stale else ""
+        typer.echo(f"{where:<{width}}  {h.symbol or '-'}  {h.score:.4f}{stale}")

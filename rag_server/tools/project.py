@@ -1,0 +1,105 @@
+"""`list_repos` and `index_status`: what the project's index holds and how fresh it is.
+
+Both answer from the running service's view of the project (the database plus the sweeps in
+flight and planned), so an agent can tell an empty result from an index still being built.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from indexer.project import Project
+from rag_server.service import Service
+from rag_server.tools.schemas import NO_INPUT, NULLABLE_STRING
+from rag_server.tools.spec import ToolSpec
+
+LIST_REPOS_OUTPUT: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "project": {"type": "string"},
+        "indexed": {"type": "boolean"},
+        "last_sweep_at": NULLABLE_STRING,
+        "repos": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {
+                    "repo": {"type": "string"},
+                    "root": {"type": "string"},
+                    "files": {"type": "integer"},
+                    "chunks": {"type": "integer"},
+                    "available": {"type": "boolean"},
+                    "problem": NULLABLE_STRING,
+                },
+                "required": ["repo", "root", "files", "chunks"],
+            },
+        },
+    },
+    "required": ["project", "indexed", "last_sweep_at", "repos"],
+}
+
+INDEX_STATUS_OUTPUT: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "project": {"type": "string"},
+        "indexed": {"type": "boolean"},
+        "sweep_running": {"type": "boolean"},
+        "next_sweep_at": NULLABLE_STRING,
+        "sweep_interval_minutes": {"type": "integer"},
+        "current_run": {"type": ["object", "null"]},
+        "last_run": {"type": ["object", "null"]},
+    },
+    "required": ["project", "indexed", "sweep_running", "next_sweep_at"],
+}
+
+
+def list_repos_handler(
+    service: Service, project: Project, args: Mapping[str, Any]
+) -> dict[str, Any]:
+    status = service.index_status(project.name)
+    return {
+        "project": project.name,
+        "indexed": status.indexed,
+        "last_sweep_at": status.last_sweep_at,
+        "repos": [
+            {
+                "repo": r.repo,
+                "root": r.path,
+                "files": r.files,
+                "chunks": r.chunks,
+                "available": r.available,
+                "problem": r.problem,
+            }
+            for r in status.repos
+        ],
+    }
+
+
+def index_status_handler(
+    service: Service, project: Project, args: Mapping[str, Any]
+) -> dict[str, Any]:
+    return service.status(project.name)
+
+
+LIST_REPOS = ToolSpec(
+    "list_repos",
+    "List indexed roots",
+    "List the roots (repositories/folders) of this project with their folder, file and "
+    "chunk counts, and when the index was last refreshed. Use a root's name as "
+    "search_code's repo filter.",
+    NO_INPUT,
+    LIST_REPOS_OUTPUT,
+    list_repos_handler,
+)
+
+INDEX_STATUS = ToolSpec(
+    "index_status",
+    "Index status",
+    "Report the index of this project: files and chunks, the last and next sweep, "
+    "whether a sweep runs now, files that failed and why, and the embedding model. "
+    "Check it when search_code finds nothing you expected.",
+    NO_INPUT,
+    INDEX_STATUS_OUTPUT,
+    index_status_handler,
+)

@@ -1,0 +1,73 @@
+"""The tool list, assembled once, and the tools bound to one project as the protocol sees them
+(`mcp.ToolBox`).
+
+Handlers are blocking and run in worker threads. Only an unknown tool or malformed params are
+protocol errors (mcp.py); a tool that cannot do its work (unusable argument values, the
+database or embedder failing) answers with an error result the agent can act on.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Mapping
+from typing import Any
+
+import anyio
+
+from indexer.errors import RagError
+from indexer.project import Project
+from rag_server.service import Service
+from rag_server.tools.navigation import FIND_REFERENCES, FIND_SYMBOL, GET_OUTLINE, GREP
+from rag_server.tools.project import INDEX_STATUS, LIST_REPOS
+from rag_server.tools.search import GET_CHUNK, SEARCH_CODE
+from rag_server.tools.spec import ToolSpec, check_arguments, error_result, text_result
+
+# In the order `tools/list` shows them: the search first, then the navigation that follows it.
+TOOLS: tuple[ToolSpec, ...] = (
+    SEARCH_CODE,
+    FIND_SYMBOL,
+    GET_OUTLINE,
+    GREP,
+    FIND_REFERENCES,
+    GET_CHUNK,
+    LIST_REPOS,
+    INDEX_STATUS,
+)
+TOOLS_BY_NAME = {tool.name: tool for tool in TOOLS}
+
+
+class ProjectTools:
+    """The tools bound to one project: every call reads that project's schema only."""
+
+    def __init__(self, service: Service, project: Project) -> None:
+        self.service = service
+        self.project = project
+
+    @property
+    def instructions(self) -> str:
+        return (
+            f"Code search over the project {self.project.name!r} "
+            f"({len(self.project.roots)} root(s)). Use search_code to find where something is "
+            "implemented by describing it; find_symbol for where a named symbol is defined; "
+            "get_outline for what a file defines; find_references for who uses a name; grep "
+            "for every line with some exact text. Results point at file ranges to read."
+        )
+
+    def definitions(self, version: str) -> list[dict[str, Any]]:
+        return [tool.definition(version) for tool in TOOLS]
+
+    def has(self, name: str) -> bool:
+        return name in TOOLS_BY_NAME
+
+    def names(self) -> list[str]:
+        return [tool.name for tool in TOOLS]
+
+    async def call(self, name: str, arguments: Mapping[str, Any], version: str) -> dict[str, Any]:
+        tool = TOOLS_BY_NAME[name]
+        try:
+            check_arguments(name, tool.input_schema, arguments)
+            run = functools.partial(tool.handler, self.service, self.project, arguments)
+            structured = await anyio.to_thread.run_sync(run)
+        except RagError as exc:
+            return error_result(exc.message)
+        return text_result(structured, version)
