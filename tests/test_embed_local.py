@@ -93,7 +93,7 @@ def test_shipped_models_are_complete_and_documented() -> None:
     assert record["weights_sha256"] == weights and record["base_sha256"].startswith("53aa5117")
     card = (ROOT / "docs" / "model-card.md").read_text(encoding="utf-8")
     assert weights[:16] in card and "all-MiniLM-L6-v2" in card and "Apache" in card
-    assert "bench/train/train.py" in (tuned / "README.md").read_text(encoding="utf-8")
+    assert "bench.train.train" in (tuned / "README.md").read_text(encoding="utf-8")
     for directory in (base, tuned):
         assert "Apache License" in (directory / "LICENSE").read_text(encoding="utf-8")
         assert (directory / "model.onnx").stat().st_size < 30_000_000  # int8: about 23 MB
