@@ -11,7 +11,6 @@ from __future__ import annotations
 import itertools
 import os
 import shutil
-import socket
 import tempfile
 import threading
 import time
@@ -21,10 +20,10 @@ from typing import Any
 
 import httpx
 import pytest
-import uvicorn
 from litestar import Litestar
 from ollama_standin import OllamaStandin, ollama_standin  # noqa: F401  (re-exported fixture)
 
+from bench.served import ServerThread
 from indexer.db import Database, Schema, store
 from indexer.embed import Embedder, make_embedder
 from indexer.project import Project, Root
@@ -132,53 +131,6 @@ def drop_projects(database: Database, names: list[str]) -> None:
             if store.project_exists(conn, Schema(name)):
                 store.drop_project(conn, Schema(name))
         conn.commit()
-
-
-class ServerThread:
-    """uvicorn serving `app` on 127.0.0.1:<ephemeral> from a thread, lifespan included."""
-
-    def __init__(self, app: Litestar) -> None:
-        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        # Accepted connections inherit this; without it (uvicorn sets it only on sockets it
-        # binds itself) every keep-alive response stalls 40 ms on delayed ACKs.
-        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        self.sock.bind(("127.0.0.1", 0))
-        self.port = self.sock.getsockname()[1]
-        config = uvicorn.Config(app, log_level="warning", lifespan="on", access_log=False)
-        self.server = uvicorn.Server(config)
-        self.thread = threading.Thread(
-            target=self.server.run, kwargs={"sockets": [self.sock]}, daemon=True
-        )
-
-    @property
-    def base(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    def url(self, project: str) -> str:
-        return f"{self.base}/rag-mcp/{project}"
-
-    def start(self) -> ServerThread:
-        self.thread.start()
-        deadline = time.monotonic() + 60
-        while not self.server.started:
-            if not self.thread.is_alive():
-                raise RuntimeError("the server did not start (see the log above)")
-            if time.monotonic() > deadline:
-                raise RuntimeError("the server did not start within 60 s")
-            time.sleep(0.02)
-        return self
-
-    def stop(self) -> None:
-        self.server.should_exit = True
-        self.thread.join(timeout=30)
-        self.sock.close()
-
-    def __enter__(self) -> ServerThread:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
 
 
 class Served:
