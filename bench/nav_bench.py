@@ -40,7 +40,7 @@ from indexer.sweep import SweepOptions, sweep_project
 
 HERE = Path(__file__).resolve().parent
 
-CORPUS = ("litestar", "psycopg", "mcp", "pygments", "sympy")
+CORPUS = ("litestar", "psycopg", "mcp", "pygments", "scipy")
 STORE_CORPUS = ("litestar", "psycopg", "mcp")
 SOURCE = Schema("bench_nav_src")
 SCALED = Schema("bench_nav_100k")

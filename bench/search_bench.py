@@ -1,7 +1,7 @@
 """Search at ~100k chunks of real code: HNSW recall by ef_search, each candidate list alone,
 and `search_code` over HTTP with the server's memory.
 
-Corpus: the Python packages of bench/sweep_bench.py (transformers, sympy, numpy, pygments,
+Corpus: the Python packages of bench/sweep_bench.py (transformers, scipy, numpy, pygments,
 litestar, psycopg, mcp from the project's .venv: ≈ 6,200 files, ≈ 105k chunks), indexed once by
 the real sweep into an embedded PostgreSQL under --cache (kept between runs). Embedding 105k
 chunks at full length with the local model would take hours on a small CPU, so the index's
