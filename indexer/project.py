@@ -1,5 +1,5 @@
 """What a project is: a validated name, its roots (and whether each can be read now) and its
-include/exclude globs.
+include/exclude globs, and the globs that say which of its folders are tests, docs or code.
 
 A project name becomes a PostgreSQL schema name, so it is validated here, before any SQL can see
 it: lowercase letters, digits and underscores, starting with a letter, at most 63 bytes, and never
@@ -79,6 +79,11 @@ class Project:
     roots: tuple[Root, ...]
     include: tuple[str, ...] = field(default=())
     exclude: tuple[str, ...] = field(default=())
+    # Globs of the project's own test and docs folders, beside the usual ones search knows,
+    # and of paths that are code whatever their names suggest (indexer/search/roles.py).
+    tests: tuple[str, ...] = field(default=())
+    docs: tuple[str, ...] = field(default=())
+    code: tuple[str, ...] = field(default=())
 
     def root(self, repo: str) -> Root | None:
         return next((r for r in self.roots if r.name == repo), None)

@@ -194,7 +194,7 @@ def read_ini(path: Path) -> dict[str, dict[str, Any]]:
 
 # --- rag-projects.json ----------------------------------------------------------------------
 
-PROJECT_KEYS = ("roots", "include", "exclude")
+PROJECT_KEYS = ("roots", "include", "exclude", "tests", "docs", "code")
 ROOT_KEYS = ("path", "name")
 
 
@@ -268,6 +268,9 @@ def _project(file: Path, name: object, body: object) -> Project:
         roots=roots,
         include=_globs(file, name, "include", body.get("include", [])),
         exclude=_globs(file, name, "exclude", body.get("exclude", [])),
+        tests=_globs(file, name, "tests", body.get("tests", [])),
+        docs=_globs(file, name, "docs", body.get("docs", [])),
+        code=_globs(file, name, "code", body.get("code", [])),
     )
 
 
