@@ -107,6 +107,29 @@ def test_projects_roots_labels_and_globs(tmp_path: Path) -> None:
     ]
     assert shop.exclude == ("**/generated/**",)
     assert shop.include == ()
+    assert (shop.tests, shop.docs, shop.code) == ((), (), ())
+
+
+def test_project_folders_of_tests_docs_and_code(tmp_path: Path) -> None:
+    (tmp_path / "src").mkdir()
+    path = write(
+        tmp_path,
+        projects={
+            "app": {
+                "roots": ["src"],
+                "tests": ["qa/**"],
+                "docs": ["handbook/"],
+                "code": ["testing/**"],
+            }
+        },
+    )
+    app = load_settings(path).projects["app"]
+    assert (app.tests, app.docs, app.code) == (("qa/**",), ("handbook/",), ("testing/**",))
+    write(tmp_path, projects={"app": {"roots": ["src"], "tests": "qa/**"}})
+    assert error_of(path) == (
+        f'{tmp_path / "rag-projects.json"}: projects.app.tests = "qa/**" is not valid: '
+        'expected a list of glob strings such as ["**/generated/**"]'
+    )
 
 
 def test_bad_port_names_file_key_value_and_expectation(tmp_path: Path) -> None:
@@ -180,7 +203,8 @@ def test_unknown_project_key_and_bad_json(tmp_path: Path) -> None:
     path = write(tmp_path, projects={"app": {"roots": ["src"], "exclude_dirs": ["x"]}})
     projects = tmp_path / "rag-projects.json"
     assert error_of(path) == (
-        f"{projects}: projects.app: unknown key 'exclude_dirs': expected roots, include, exclude"
+        f"{projects}: projects.app: unknown key 'exclude_dirs': expected roots, include, "
+        "exclude, tests, docs, code"
     )
     projects.write_text('{"projects": {"app": {"roots": ["src"],}}}', encoding="utf-8")
     assert error_of(path).startswith(f"{projects}: line 1 column ")

@@ -19,7 +19,7 @@ from indexer.embed import EmbedBatchResult, EmbeddingModel
 from indexer.errors import ModelMismatch
 from indexer.search import QueryVectorCache, candidates, search_code
 from indexer.search.filters import Filters
-from indexer.search.fusion import DEFAULT_RANKING, by_file, collapse, fuse, ordered
+from indexer.search.fusion import DEFAULT_RANKING, collapse, fuse, ordered, shortlist
 from indexer.search.roles import PathRoles
 from tests.test_search import DIM, FixedEmbedder, stored_project, unit
 
@@ -78,13 +78,12 @@ def sequential_hits(
         )
         others = candidates.other_candidates(conn, schema, query, filters, ranking)
         found = replace(others, vector=ids, vector_scores=similarities)
-        ids = sorted({*found.vector, *found.keyword, *found.exact, *found.verbatim})
-        files = {cid: f.path for cid, f in lookup.chunk_files(conn, schema, ids).items()}
-        demoted = PathRoles().demoted(set(files.values()), query)
-        scores = fuse(found, ranking, {cid for cid, path in files.items() if path in demoted})
-        groups = by_file(ordered(scores), files, top_k)
-        details, pieces = candidates.shaping_rows(conn, schema, [c for g in groups for c in g])
-    return [hit.row.chunk_id for hit in collapse(groups, details, top_k, pieces)]
+        scores = fuse(found, ranking)
+        best = shortlist(scores, top_k)
+        details, pieces = candidates.shaping_rows(conn, schema, best)
+        demoted = PathRoles().demoted_chunks(details.values(), query)
+        best = ordered(best, fuse(found, ranking, demoted))
+    return [row.chunk_id for row, _ in collapse(best, details, top_k, pieces)]
 
 
 QUERIES = ("parse the order of a request", "retry_with_backoff", "Invoice7", "total invoice")

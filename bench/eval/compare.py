@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import sys
 import time
 from collections.abc import Iterable, Sequence
@@ -61,35 +60,6 @@ def finds(row: Any, target: tuple[str, str, int, int]) -> bool:
 
 def first_hit(rows: Sequence[Any], gold: Gold) -> int | None:
     return next((i for i, r in enumerate(rows, 1) if any(finds(r, t) for t in gold.targets)), None)
-
-
-def first_in_hit(hits: Sequence[Any], gold: Gold) -> int | None:
-    """EXPERIMENT: the first hit whose range or also ranges find the gold."""
-    for i, h in enumerate(hits, 1):
-        rows = [
-            {"repo": h.repo, "path": h.path, "start_line": h.start_line, "end_line": h.end_line}
-        ]
-        rows += [
-            {"repo": h.repo, "path": h.path, "start_line": a.start_line, "end_line": a.end_line}
-            for a in h.also
-        ]
-        if any(finds(r, t) for r in rows for t in gold.targets):
-            return i
-    return None
-
-
-def pointers(hits: Sequence[Any]) -> list[dict[str, Any]]:
-    """EXPERIMENT: the ranges in reading order."""
-    out = []
-    for h in hits:
-        out.append(
-            {"repo": h.repo, "path": h.path, "start_line": h.start_line, "end_line": h.end_line}
-        )
-        for a in h.also:
-            out.append(
-                {"repo": h.repo, "path": h.path, "start_line": a.start_line, "end_line": a.end_line}
-            )
-    return out
 
 
 @dataclass
@@ -185,15 +155,7 @@ def evaluate(
                 ef_search=ef_search,
             )
             s = Scores()
-            reading = os.environ.get("RAG_READING", "strict")
-            found = (
-                first_in_hit(hits, g)
-                if reading == "hit"
-                else first_hit(pointers(hits), g)
-                if reading == "ranges"
-                else first_hit(hits, g)
-            )
-            s.add(found, (time.perf_counter() - t) * 1000)
+            s.add(first_hit(hits, g), (time.perf_counter() - t) * 1000)
             out[system].append(s)
         vector = embedder.vectors[g.text]
         for system, mode in PLAIN.items():

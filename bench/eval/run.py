@@ -67,14 +67,15 @@ from indexer.search.fusion import (
     DEFAULT_RANKING,
     Candidates,
     Ranking,
-    by_file,
     collapse,
     fuse,
     ordered,
+    shortlist,
 )
 from indexer.search.roles import PathRoles
 
 TOP_K = 10
+ROLES = PathRoles()  # the corpus is one project without globs of its own
 GATHER_DEPTH = 200  # candidates per ranker gathered once for tuning and ablations
 NO_FILTERS: dict[str, Any] = {"repo": None, "language": None, "path_re": None}
 
@@ -154,8 +155,8 @@ def gather(
 
 def replay(g: Gathered, variant: str, ranking: Ranking, mode: str) -> Scores:
     """Fusion and collapse as search_code does them, over the gathered lists: each list cut at
-    its depth (at least 3 x top_k), the files that are not code demoted, then one hit per
-    file."""
+    its depth (at least 3 x top_k), the shortlist of fused candidates (the files that are not
+    code demoted) collapsed."""
     out = Scores()
     r = ranking.deep_enough(TOP_K * 3)
     for i, q in enumerate(g.queries):
@@ -167,12 +168,11 @@ def replay(g: Gathered, variant: str, ranking: Ranking, mode: str) -> Scores:
             vector_scores=g.vector_scores[i] if mode != "keyword" else [],
             keyword_scores=g.keyword_scores[variant][i] if mode != "vector" else [],
         )
-        files = {cid: (row.repo, row.path) for cid, row in g.details.items()}
-        demoted = PathRoles().demoted({path for _, path in files.values()}, q.text)
-        scores = fuse(c, r, {cid for cid, (_, path) in files.items() if path in demoted})
-        groups = by_file(ordered(scores), files, TOP_K)
-        hits = collapse(groups, g.details, TOP_K, g.pieces)
-        out.add(first_hit([hit.row for hit in hits], docstring_gold(q)))
+        best = shortlist(fuse(c, r), TOP_K)
+        demoted = ROLES.demoted_chunks((g.details[cid] for cid in best), q.text)
+        best = ordered(best, fuse(c, r, demoted))
+        hits = collapse(best, g.details, TOP_K, g.pieces)
+        out.add(first_hit([row for row, _ in hits], docstring_gold(q)))
     return out
 
 

@@ -2,18 +2,17 @@
 
 The vector and keyword lists are fused by their scores: a convex combination of each list's
 normalised scores. Files that are not code (tests, docs, examples, vendored or generated
-copies, stubs: `roles.py`) then count for less unless the query asks for them; code chunks
-holding an identifier of the query verbatim come above the rest, and chunks named exactly by
-the query above everything. A file is one hit, at its best chunk: its further matches fold
-into that hit as `also` ranges, so ten hits name ten files. The windows of a definition too
-long for one chunk collapse into one range for the definition, from its signature. `Ranking`
-holds the knobs of both sides, tuned on the tuning splits of the evals in `bench/eval/`
-(docs/evals.md).
+copies, stubs: `roles.py`) count for less unless the query asks for them. Code chunks holding
+an identifier of the query verbatim then come above the rest, and chunks named exactly by the
+query above everything. The windows of a definition too long for one chunk collapse into one
+hit for the definition, from its signature, and overlapping hits of one file into the best.
+`Ranking` holds the knobs of both sides, tuned on the tuning splits of the evals in
+`bench/eval/` (docs/evals.md).
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection, Hashable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from indexer.db import DefinitionPiece, StoredChunk
@@ -21,10 +20,9 @@ from indexer.db import DefinitionPiece, StoredChunk
 # Lifted chunks sit above the best fused score by 1/(LIFT_SPACING + 1 + their place), so they
 # keep their order among themselves and never tie with each other.
 LIFT_SPACING = 60
-# Further matches of a file that fold into its hit, at most.
-MAX_ALSO = 3
-# Files read back beyond top_k, for a file whose chunks a concurrent sweep removed meanwhile.
-SPARE_FILES = 2
+# How many fused candidates, in multiples of top_k, are read back and collapsed into hits:
+# collapsing (pieces of one definition, overlaps) may drop some.
+SHORTLIST = 3
 
 
 @dataclass(frozen=True)
@@ -53,8 +51,9 @@ class Ranking:
     normalization: int = 0
     match_rows: int = 5000
     max_ranked: int = 20_000
-    # What a fused score of a file that is not code is multiplied by, unless the query asks
-    # for such files (1.0: no difference).
+    # What the fused score of a chunk of a file that is not code is multiplied by, unless the
+    # query asks for such files (1.0: they count as code). Measured on the file-level eval's
+    # tuning split (docs/lab-log.md).
     demote: float = 0.3
 
     def deep_enough(self, depth: int) -> Ranking:
@@ -96,16 +95,15 @@ def fuse(
     demoted: Collection[int] = (),
 ) -> dict[int, float]:
     """The two lists (each cut at its depth) fused by score, the chunks `demoted` (of files
-    that are not code, for this query) multiplied by `ranking.demote`; code chunks holding
-    an identifier of the query verbatim (and not demoted) come above the rest (in their
-    fused order), and chunks named exactly by the query above everything, in their order."""
+    that are not code, for this query) multiplied by `ranking.demote`; code chunks holding an
+    identifier of the query verbatim (and not demoted) come above the rest (in their fused
+    order), and chunks named exactly by the query above everything, in their order."""
     scores = _score_fusion(candidates, ranking)
-    for chunk_id in demoted:
-        if chunk_id in scores:
-            scores[chunk_id] *= ranking.demote
     if demoted:
-        skipped = set(demoted)
-        verbatim = [cid for cid in candidates.verbatim if cid not in skipped]
+        for chunk_id in demoted:
+            if chunk_id in scores:
+                scores[chunk_id] *= ranking.demote
+        verbatim = [cid for cid in candidates.verbatim if cid not in demoted]
         candidates = replace(candidates, verbatim=verbatim)
     lift_named(scores, candidates)
     return scores
@@ -152,106 +150,52 @@ def lift_named(scores: dict[int, float], candidates: Candidates) -> None:
             scores[chunk_id] = top + 1.0 / (LIFT_SPACING + 1 + offset)
 
 
-def ordered(scores: Mapping[int, float]) -> list[int]:
-    """The fused candidates, best first (ties by id)."""
-    return sorted(scores, key=lambda cid: (-scores[cid], cid))
+def shortlist(scores: Mapping[int, float], top_k: int) -> list[int]:
+    """The best `SHORTLIST x top_k` fused candidates, best first (ties by id)."""
+    return ordered(scores, scores)[: top_k * SHORTLIST]
 
 
-def decayed(
-    scores: Mapping[int, float], files: Mapping[int, Hashable], top_k: int, decay: float
-) -> list[list[int]]:
-    """EXPERIMENT: each chunk its own group, a file's n-th chunk's score times decay**n."""
-    seen: dict[Hashable, int] = {}
-    out: dict[int, float] = {}
-    for cid in ordered(scores):
-        f = files.get(cid)
-        if f is None:
-            continue
-        n = seen.get(f, 0)
-        seen[f] = n + 1
-        out[cid] = scores[cid] * decay**n
-    return [[cid] for cid in ordered(out)[: top_k * 3]]
-
-
-def by_file(ranked: Sequence[int], files: Mapping[int, Hashable], top_k: int) -> list[list[int]]:
-    """`ranked` (best first) as one group per file, in the order of each file's best chunk:
-    the first `top_k` files (and SPARE_FILES more), each its best chunk then at most MAX_ALSO
-    further ones that rank above the best chunk of the next file (those it would have shown
-    as hits of their own). `files` maps a chunk to its file; a chunk absent from it is
-    skipped."""
-    groups: dict[Hashable, list[int]] = {}
-    cutoff = len(ranked)
-    for place, chunk_id in enumerate(ranked):
-        file_id = files.get(chunk_id)
-        if file_id is None:
-            continue
-        group = groups.get(file_id)
-        if group is None:
-            if len(groups) == top_k:
-                cutoff = place
-            if len(groups) == top_k + SPARE_FILES:
-                break
-            groups[file_id] = [chunk_id]
-        elif place < cutoff and len(group) <= MAX_ALSO:
-            group.append(chunk_id)
-    return list(groups.values())
-
-
-@dataclass(frozen=True)
-class Hit:
-    """One file's hit: the chunk that locates it (`row`), the id of the chunk whose score ranks
-    it, and the file's further matches, best first."""
-
-    row: StoredChunk
-    ranked_by: int
-    also: list[StoredChunk] = field(default_factory=list)
+def ordered(ids: Iterable[int], scores: Mapping[int, float]) -> list[int]:
+    """`ids` by their scores, best first (ties by id)."""
+    return sorted(ids, key=lambda cid: (-scores.get(cid, 0.0), cid))
 
 
 def collapse(
-    groups: Sequence[Sequence[int]],
+    ordered: Sequence[int],
     details: Mapping[int, StoredChunk],
     top_k: int,
     pieces: Mapping[int, DefinitionPiece] | None = None,
-) -> list[Hit]:
-    """The first `top_k` hits of `groups` (one per file, from `by_file`). A window of a split
-    definition (in `pieces`) stands for the whole definition: the range is the chunk holding
-    its signature, spanning the definition's lines. A further match overlapping a range
-    already in its hit is left out; a chunk without its row (removed meanwhile) is skipped."""
-    hits: list[Hit] = []
-    shown: dict[tuple[str, str], list[StoredChunk]] = {}
-    for group in groups:
-        ranges: list[tuple[StoredChunk, int]] = []
-        for chunk_id in group:
-            row = _whole(chunk_id, details, pieces or {})
-            if row is None:
-                continue
-            kept = shown.setdefault((row.repo, row.path), [])
-            if not any(_overlaps(row, k) for k in kept):
-                ranges.append((row, chunk_id))
-                kept.append(row)
-        if ranges:
-            (row, ranked_by), *rest = ranges
-            hits.append(Hit(row, ranked_by, [r for r, _ in rest]))
+) -> list[tuple[StoredChunk, int]]:
+    """The first `top_k` hits of `ordered`, each with the id of the chunk whose score ranks it,
+    skipping any that overlaps a better one in its file. A window of a split definition (in
+    `pieces`) stands for the whole definition: the hit is the chunk holding its signature,
+    spanning the definition's lines, ranked by its best window."""
+    hits: list[tuple[StoredChunk, int]] = []
+    for chunk_id in ordered:
+        row = details.get(chunk_id)
+        if row is None:
+            continue
+        piece = (pieces or {}).get(chunk_id)
+        if piece is not None:
+            head = details.get(piece.head_id, row)
+            # The head may hold glue before the definition (merged into it): cut that off.
+            skip = max(0, piece.start_line - head.start_line)
+            content = "\n".join(head.content.split("\n")[skip:])
+            row = replace(
+                head, start_line=piece.start_line, end_line=piece.end_line, content=content
+            )
+        if any(_overlaps(row, kept) for kept, _ in hits):
+            continue
+        hits.append((row, chunk_id))
         if len(hits) == top_k:
             break
     return hits
 
 
-def _whole(
-    chunk_id: int, details: Mapping[int, StoredChunk], pieces: Mapping[int, DefinitionPiece]
-) -> StoredChunk | None:
-    """The chunk `chunk_id`, or for a window of a split definition the definition whole, from
-    the chunk holding its signature."""
-    row = details.get(chunk_id)
-    piece = pieces.get(chunk_id)
-    if row is None or piece is None:
-        return row
-    head = details.get(piece.head_id, row)
-    # The head may hold glue before the definition (merged into it): cut that off.
-    skip = max(0, piece.start_line - head.start_line)
-    content = "\n".join(head.content.split("\n")[skip:])
-    return replace(head, start_line=piece.start_line, end_line=piece.end_line, content=content)
-
-
 def _overlaps(a: StoredChunk, b: StoredChunk) -> bool:
-    return a.start_line <= b.end_line and b.start_line <= a.end_line
+    return (
+        a.repo == b.repo
+        and a.path == b.path
+        and a.start_line <= b.end_line
+        and b.start_line <= a.end_line
+    )

@@ -2,11 +2,10 @@
 
 Two rankers run over the same filters (repo, language, path glob): HNSW cosine over the chunk
 vectors and PostgreSQL full text over identifier-aware terms (`keyword.py` keeps that side
-bounded; `candidates.py` gathers each list; `fusion.py` makes them one order, with the files
-that are not code — tests, docs, examples — counting for less unless asked for: `roles.py`).
-A query that names a symbol exactly puts that definition first. Each hit is one file, at its
-best match, with the file's further matches beside it (`also`). Results are pointers — path,
-lines, symbol, score, a short snippet — never whole files.
+bounded; `candidates.py` gathers each list; `fusion.py` makes them one order, in which files
+that are not code — tests, docs, examples — count for less unless the query asks for them:
+`roles.py`). A query that names a symbol exactly puts that definition first. Results are
+pointers — path, lines, symbol, score, a short snippet — never whole files.
 """
 
 from __future__ import annotations
@@ -19,7 +18,7 @@ from functools import partial
 from typing import Any
 
 from indexer import clock, truncate
-from indexer.db import Conn, Database, Schema, lookup, store
+from indexer.db import Conn, Database, Schema, StoredChunk, store
 from indexer.embed import Embedder, EmbeddingModel, ensure_same_model
 from indexer.errors import InvalidArgument
 from indexer.project import Project
@@ -36,13 +35,11 @@ from indexer.search.filters import Filters
 from indexer.search.fusion import (
     DEFAULT_RANKING,
     Candidates,
-    Hit,
     Ranking,
-    by_file,
     collapse,
-    decayed,
     fuse,
     ordered,
+    shortlist,
 )
 from indexer.search.keyword import TermStatsCache
 from indexer.search.query_cache import QueryVectorCache
@@ -72,20 +69,9 @@ class SearchHit:
     stale: bool = False  # its root is unavailable now (missing, unreadable): indexed text
     index_age_s: int | None = None  # seconds since its file was indexed
     symbols: list[str] = field(default_factory=list)  # the definitions whose signature it holds
-    also: list[AlsoRange] = field(default_factory=list)  # the file's further matches
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
-
-
-@dataclass(frozen=True, slots=True)
-class AlsoRange:
-    """A further match in a hit's file: its lines, its symbol, the chunk to read it by."""
-
-    chunk_id: int
-    start_line: int
-    end_line: int
-    symbol: str | None
 
 
 def search_code(
@@ -142,7 +128,7 @@ def _with_vectors(
     top_k: int,
     ef_search: int,
     query_vectors: QueryVectorCache | None,
-) -> tuple[dict[int, float], list[Hit]]:
+) -> tuple[dict[int, float], list[tuple[StoredChunk, int]]]:
     """A search with the vector side: the other lists gathered at once in a thread of their
     own while this one embeds the query, then the vector side, then fusion."""
     with _Concurrent(partial(lists.others, query, mode)) as others:
@@ -196,7 +182,7 @@ class _Lists:
     term_stats: TermStatsCache | None
     what: str
     query: str
-    roles: PathRoles | None  # None: no file counts for less for what it is
+    roles: PathRoles | None  # None: every file counts as code
 
     def others(self, query: str, mode: str, holding: Callable[[], None]) -> Candidates:
         """Every list but the vector one, on a connection of its own (`holding()` is called
@@ -221,44 +207,37 @@ class _Lists:
 
     def fused_hits(
         self, conn: Conn, candidates: Candidates, top_k: int
-    ) -> tuple[dict[int, float], list[Hit]]:
-        """Fuse the lists (with the files that are not code counting for less), group the
-        candidates by file, read the rows of the first `top_k` files' groups (and the pieces
-        of the definitions they split), and collapse them to one hit per file."""
-        ids = sorted(set(candidates.vector) | set(candidates.keyword) | set(candidates.exact)
-                     | set(candidates.verbatim))  # fmt: skip
-        files = lookup.chunk_files(conn, self.schema, ids)
-        demoted: set[int] = set()
+    ) -> tuple[dict[int, float], list[tuple[StoredChunk, int]]]:
+        """Fuse the lists, read the rows of the shortlist (and the pieces of the definitions
+        they split), fuse again with the shortlist's files that are not code counting for
+        less, and collapse the shortlist in that order to `top_k` hits, each with the id it
+        ranks by."""
+        scores = fuse(candidates, self.ranking)
+        best = shortlist(scores, top_k)
+        details, pieces = shaping_rows(conn, self.schema, best)
         if self.roles is not None:
-            paths = self.roles.demoted({f.path for f in files.values()}, self.query)
-            demoted = {cid for cid, f in files.items() if f.path in paths}
-        scores = fuse(candidates, self.ranking, demoted)
-        import os
-
-        decay = float(os.environ.get("RAG_DECAY", "0"))
-        file_of = {cid: f.file_id for cid, f in files.items()}
-        if decay:
-            groups = decayed(scores, file_of, top_k, decay)
-        else:
-            groups = by_file(ordered(scores), file_of, top_k)
-        details, pieces = shaping_rows(conn, self.schema, [cid for g in groups for cid in g])
-        return scores, collapse(groups, details, top_k, pieces)
+            demoted = self.roles.demoted_chunks(details.values(), self.query)
+            if demoted:
+                scores = fuse(candidates, self.ranking, demoted)
+                best = ordered(best, scores)
+        return scores, collapse(best, details, top_k, pieces)
 
 
-def _search_hits(project: Project, scores: dict[int, float], hits: list[Hit]) -> list[SearchHit]:
+def _search_hits(
+    project: Project, scores: dict[int, float], hits: list[tuple[StoredChunk, int]]
+) -> list[SearchHit]:
     now = clock.now()
-    problems = {repo: project.unavailable(repo) for repo in {hit.row.repo for hit in hits}}
+    problems = {repo: project.unavailable(repo) for repo in {row.repo for row, _ in hits}}
     return [
         SearchHit(
-            **located(project, hit.row),
-            score=round(scores[hit.ranked_by], 6),
-            snippet=snippet_of(hit.row.content),
-            stale=problems[hit.row.repo] is not None,
-            index_age_s=_age(hit.row.indexed_at, now),
-            symbols=list(hit.row.symbols),
-            also=[AlsoRange(r.chunk_id, r.start_line, r.end_line, r.symbol) for r in hit.also],
+            **located(project, row),
+            score=round(scores[ranked_by], 6),
+            snippet=snippet_of(row.content),
+            stale=problems[row.repo] is not None,
+            index_age_s=_age(row.indexed_at, now),
+            symbols=list(row.symbols),
         )
-        for hit in hits
+        for row, ranked_by in hits
     ]
 
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 import pathspec
 
+from indexer.db import StoredChunk
 from indexer.project import Project
 
 TEST, DOCS, EXAMPLE, VENDORED, GENERATED, STUB = (
@@ -142,6 +143,12 @@ class PathRoles:
         if self.docs is not None and self.docs.match_file(path):
             return DOCS
         return default_role(path)
+
+    def demoted_chunks(self, rows: Iterable[StoredChunk], query: str) -> set[int]:
+        """Of the chunks `rows`, those search ranks below code for `query`."""
+        rows = list(rows)
+        paths = self.demoted({row.path for row in rows}, query)
+        return {row.chunk_id for row in rows if row.path in paths}
 
     def demoted(self, paths: Iterable[str], query: str) -> set[str]:
         """Of `paths`, those search ranks below code for `query`: a role the query does not

@@ -69,5 +69,3 @@ def _print_hits(hits: list[SearchHit]) -> None:
         where = f"{h.repo}/{h.path}:{h.start_line}-{h.end_line}"
         stale = "  (stale: its root is unavailable)" if h.stale else ""
         typer.echo(f"{where:<{width}}  {h.symbol or '-'}  {h.score:.4f}{stale}")
-        for a in h.also:
-            typer.echo(f"{'':<{width - 10}}  also {a.start_line}-{a.end_line}  {a.symbol or '-'}")

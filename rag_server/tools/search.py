@@ -57,21 +57,6 @@ HIT_SCHEMA: dict[str, Any] = {
         },
         "score": {"type": "number"},
         "snippet": {"type": "string"},
-        "also": {
-            "type": "array",
-            "description": "the file's further matches, best first (a file is one hit): "
-            "read one by its chunk_id or its lines",
-            "items": {
-                "type": "object",
-                "properties": {
-                    "chunk_id": CHUNK_ID,
-                    "start_line": {"type": "integer"},
-                    "end_line": {"type": "integer"},
-                    "symbol": NULLABLE_STRING,
-                },
-                "required": ["chunk_id", "start_line", "end_line", "symbol"],
-            },
-        },
         "index_age_s": {
             "type": ["integer", "null"],
             "description": "seconds since the hit's file was indexed (file events keep it fresh)",
@@ -216,10 +201,9 @@ SEARCH_CODE = ToolSpec(
     "Search code by meaning",
     "Find code in this project by what it does, not only by exact words: describe it "
     "('where invoices are numbered', 'HTTP retry with backoff') or name identifiers. "
-    "Returns the best-matching files, one hit each at its best chunk (function, class, "
-    "section) with repo, path, absolute_path, start_line-end_line, symbol, score, a short "
-    "snippet, and the file's further matches as `also` line ranges. Tests, docs and "
-    "examples rank below code unless the query asks for them. Read the "
+    "Returns the best-matching chunks (functions, classes, sections) with repo, path, "
+    "absolute_path, start_line-end_line, symbol, score and a short snippet. Tests, docs "
+    "and examples rank below code unless the query asks for them. Read the "
     "file range you need afterwards (or call get_chunk). Narrow with repo, language or "
     "path_glob. Faster than grepping a large tree when you do not know the names yet. "
     "When you know a name: find_symbol says where it is defined.",

@@ -1,0 +1,174 @@
+"""What a file is for, from its path, and how search ranks the files that are not code: the
+defaults for the usual layouts, a project's own globs (`code` winning), the words by which a
+query asks for tests or docs, and search over a real index putting code first unless asked."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from indexer.project import Project, Root
+from indexer.search import search_code
+from indexer.search.fusion import Candidates, Ranking, fuse
+from indexer.search.roles import (
+    DOCS,
+    EXAMPLE,
+    GENERATED,
+    STUB,
+    TEST,
+    VENDORED,
+    PathRoles,
+    asked,
+    default_role,
+)
+from indexer.sweep import SweepOptions, sweep_project
+from tests.ollama_standin import OllamaStandin, ollama_standin
+from tests.test_search import swept, write
+
+__all__ = ["ollama_standin"]
+
+
+@pytest.mark.parametrize(
+    ("path", "role"),
+    [
+        ("src/retry.py", None),
+        ("lib/sidekiq/testing.rb", None),  # a module named testing, not a test folder
+        ("src/latest.py", None),
+        ("CMakeLists.txt", None),
+        ("tests/test_retry.py", TEST),
+        ("test_retry.py", TEST),
+        ("pkg/retry_test.go", TEST),
+        ("spec/retry_spec.rb", TEST),
+        ("src/retry.test.ts", TEST),
+        ("src/test/java/app/RetryTest.java", TEST),
+        ("Tests/RetryTests/Policy.swift", TEST),
+        ("App.Tests/RetryFacts.cs", TEST),
+        ("conftest.py", TEST),
+        ("README.md", DOCS),
+        ("docs/guide/retry.py", DOCS),
+        ("CHANGELOG", DOCS),
+        ("notes.rst", DOCS),
+        ("examples/retry.rs", EXAMPLE),
+        ("benches/retry.rs", EXAMPLE),
+        ("vendor/github.com/x/retry.go", VENDORED),
+        ("static/app.min.js", VENDORED),
+        ("api/retry_pb2.py", GENERATED),
+        ("api/retry.pb.go", GENERATED),
+        ("types/retry.d.ts", STUB),
+        ("retry.pyi", STUB),
+    ],
+)
+def test_default_roles_of_the_usual_layouts(path: str, role: str | None) -> None:
+    assert default_role(path) == role
+
+
+def test_a_query_asks_for_tests_docs_or_examples_by_name() -> None:
+    assert asked("where are the unit tests of the retry policy") == {TEST}
+    assert asked("an example of retrying, and its docs") == {EXAMPLE, DOCS}
+    assert asked("how does the client retry with backoff") == set()
+    assert asked("the generated protobuf messages") == {GENERATED}
+
+
+def test_a_projects_globs_add_tests_and_docs_and_code_wins() -> None:
+    project = Project(
+        "app",
+        (Root(Path("/nowhere"), "app"),),
+        tests=("qa/**",),
+        docs=("handbook/",),
+        code=("tests/fixtures_lib/**",),
+    )
+    roles = PathRoles.of(project)
+    assert roles.role("qa/retry_check.py") == TEST
+    assert roles.role("handbook/retry.py") == DOCS
+    assert roles.role("tests/fixtures_lib/retry.py") is None
+    assert roles.role("tests/test_retry.py") == TEST
+    assert roles.role("src/retry.py") is None
+    paths = {"qa/retry_check.py", "src/retry.py", "README.md"}
+    assert roles.demoted(paths, "retry delay") == {"qa/retry_check.py", "README.md"}
+    assert roles.demoted(paths, "tests of the retry delay") == {"README.md"}
+
+
+def test_fusion_multiplies_demoted_chunks_and_does_not_lift_them_for_a_verbatim_name() -> None:
+    found = Candidates(
+        vector=[1, 2], keyword=[2, 1], verbatim=[2], vector_scores=[0.9, 0.8], keyword_scores=[1, 1]
+    )
+    # Vector side (share 0.55, min-max): 1 -> 1.0, 2 -> 0.0; keyword side (0.45): both 1.0.
+    plain = fuse(found, Ranking())
+    assert plain[1] == pytest.approx(1.0)
+    assert plain[2] > plain[1]  # it holds an identifier of the query verbatim: lifted
+    demoted = fuse(found, Ranking(), {2})
+    assert demoted[1] == pytest.approx(1.0)
+    assert demoted[2] == pytest.approx(0.45 * 0.3)
+    assert fuse(found, Ranking(demote=0.5), {1})[1] == pytest.approx(0.5)
+
+
+RETRY = (
+    "def retry_delay(attempt):\n"
+    "    # the backoff delay before the next retry\n"
+    "    return 2 ** attempt\n"
+)
+TEST_FILE = (
+    "def test_retry_delay_doubles():\n"
+    + "    # retry backoff delay retry backoff delay\n" * 4
+    + "    assert retry_delay(2) == 4\n"
+)
+README = "# Retries\n\n" + "The retry backoff delay doubles with each retry.\n" * 6
+
+
+def sample(root: Path) -> None:
+    write(root, "src/retry.py", RETRY)
+    write(root, "tests/test_retry.py", TEST_FILE)
+    write(root, "README.md", README)
+
+
+def test_search_puts_code_above_tests_and_docs_unless_the_query_asks(
+    database: Any, project_name: str, work_dir: Path, ollama_standin: OllamaStandin
+) -> None:
+    root = work_dir / "src"
+    sample(root)
+    project, embedder = swept(database, project_name, root, ollama_standin)
+    hits = search_code(database, project, embedder, "retry backoff delay", mode="keyword")
+    assert hits[0].path == "src/retry.py"
+    assert {h.path for h in hits} >= {"tests/test_retry.py", "README.md"}
+    asked_for = search_code(
+        database, project, embedder, "tests of the retry backoff delay", mode="keyword"
+    )
+    assert asked_for[0].path == "tests/test_retry.py"
+    in_glob = search_code(
+        database, project, embedder, "retry backoff delay", mode="keyword", path_glob="**/*.md"
+    )
+    assert [h.path for h in in_glob] == ["README.md"]
+    # The demoted file's score is its fused score times the ranking's demote.
+    even = search_code(
+        database,
+        project,
+        embedder,
+        "retry backoff delay",
+        mode="keyword",
+        ranking=Ranking(demote=1.0),
+    )
+    assert even[0].path != "src/retry.py"
+    scores = {h.path: h.score for h in even}
+    demoted = {h.path: h.score for h in hits}
+    assert demoted["README.md"] == pytest.approx(scores["README.md"] * 0.3, abs=1e-5)
+
+
+def test_a_projects_own_folders_rank_as_its_globs_say(
+    database: Any, project_name: str, work_dir: Path, ollama_standin: OllamaStandin
+) -> None:
+    root = work_dir / "src"
+    sample(root)
+    write(root, "handbook/retries.py", TEST_FILE.replace("test_", "show_"))
+    project, embedder = swept(database, project_name, root, ollama_standin)
+    hits = search_code(database, project, embedder, "retry backoff delay", mode="keyword")
+    assert [h.path for h in hits].index("handbook/retries.py") < [h.path for h in hits].index(
+        "README.md"
+    )
+    own = Project(project.name, project.roots, docs=("handbook/",), code=("tests/",))
+    sweep_project(database, own, embedder, SweepOptions())
+    hits = search_code(database, own, embedder, "retry backoff delay", mode="keyword")
+    paths = [h.path for h in hits]
+    assert paths[0] == "tests/test_retry.py"  # the project says its tests folder is code
+    assert paths.index("src/retry.py") < paths.index("handbook/retries.py")
