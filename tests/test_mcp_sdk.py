@@ -52,6 +52,9 @@ async def exercise(url: str, mode: str) -> dict[str, Any]:
         seen["tools"] = {tool.name: tool for tool in listed.tools}
         search = await client.call_tool("search_code", {"query": "invoice number", "top_k": 5})
         seen["search"] = search
+        seen["by_file"] = await client.call_tool(
+            "search_code", {"query": "invoice number total", "top_k": 5, "by_file": True}
+        )
         hit = search.structured_content["hits"][0]
         seen["chunk"] = await client.call_tool(
             "get_chunk", {"chunk_id": hit["chunk_id"], "context_lines": 2}
@@ -87,6 +90,9 @@ def test_sdk_client_lists_and_calls_every_tool(shop: Served, mode: str, version:
     assert hits[0]["absolute_path"].endswith("billing/invoice.py")
     # The text content is the same object, for clients that read only text.
     assert json.loads(search.content[0].text) == search.structured_content
+    files = seen["by_file"].structured_content["hits"]
+    assert len({h["path"] for h in files}) == len(files)
+    assert all(isinstance(h["also"], list) for h in files)
 
     chunk = seen["chunk"].structured_content
     assert chunk["path"] == "billing/invoice.py"

@@ -83,7 +83,7 @@ def sequential_hits(
         details, pieces = candidates.shaping_rows(conn, schema, best)
         demoted = PathRoles().demoted_chunks(details.values(), query)
         best = ordered(best, fuse(found, ranking, demoted))
-    return [row.chunk_id for row, _ in collapse(best, details, top_k, pieces)]
+    return [hit.row.chunk_id for hit in collapse([[c] for c in best], details, top_k, pieces)]
 
 
 QUERIES = ("parse the order of a request", "retry_with_backoff", "Invoice7", "total invoice")

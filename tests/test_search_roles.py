@@ -172,3 +172,38 @@ def test_a_projects_own_folders_rank_as_its_globs_say(
     paths = [h.path for h in hits]
     assert paths[0] == "tests/test_retry.py"  # the project says its tests folder is code
     assert paths.index("src/retry.py") < paths.index("handbook/retries.py")
+
+
+# Definitions long enough to be chunks of their own (small ones are merged).
+POLICY = "".join(
+    f"def retry_{name}(attempt):\n    # the retry backoff delay, {name}\n"
+    + "".join(f"    step_{i} = attempt * {i}  # {name} schedule entry {i}\n" for i in range(30))
+    + "    return attempt\n\n\n"
+    for name in ("linear", "doubling", "capped", "jittered", "fixed")
+)
+
+
+def test_by_file_one_hit_per_file_with_its_further_matches_as_also(
+    database: Any, project_name: str, work_dir: Path, ollama_standin: OllamaStandin
+) -> None:
+    root = work_dir / "src"
+    sample(root)
+    write(root, "src/policy.py", POLICY)
+    project, embedder = swept(database, project_name, root, ollama_standin)
+    query = "retry backoff delay"
+    chunks = search_code(database, project, embedder, query, mode="keyword", top_k=10)
+    paths = [h.path for h in chunks]
+    assert paths.count("src/policy.py") > 1  # by chunk: one file fills several places
+    assert all(not h.also for h in chunks)
+    files = search_code(database, project, embedder, query, mode="keyword", by_file=True)
+    assert len({h.path for h in files}) == len(files)
+    assert {h.path for h in files} == set(paths)
+    policy = next(h for h in files if h.path == "src/policy.py")
+    # Its best chunk is the hit; further matches that outranked the next file's best
+    # chunk follow as ranges of their own (at most three), none overlapping the hit.
+    by_chunk = [h for h in chunks if h.path == "src/policy.py"]
+    assert (policy.chunk_id, policy.start_line) == (by_chunk[0].chunk_id, by_chunk[0].start_line)
+    assert [a.chunk_id for a in policy.also] == [h.chunk_id for h in by_chunk[1:4]]
+    assert [a.symbol for a in policy.also] == [h.symbol for h in by_chunk[1:4]]
+    # The files that are not code are demoted by file as well.
+    assert {h.path for h in files[:2]} == {"src/retry.py", "src/policy.py"}

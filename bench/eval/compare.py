@@ -134,8 +134,11 @@ def evaluate(
     golds: Sequence[Gold],
     ranking: Ranking = DEFAULT_RANKING,
     ef_search: int = 400,
+    deep: list[dict[str, Any]] | None = None,
 ) -> dict[str, list[Scores]]:
-    """Per system, one Scores per query (so any grouping can be summed later).
+    """Per system, one Scores per query (so any grouping can be summed later). With `deep`,
+    each query's first DEEP_HITS hybrid hits are added to it, with the query's targets, for
+    offline replay (`bench/eval/files/replay.py`).
 
     code-rag's modes are interleaved per query, so they share the machine's noise; the
     baseline runs in-process over numpy arrays (its latency is not comparable, not reported).
@@ -157,6 +160,8 @@ def evaluate(
             s = Scores()
             s.add(first_hit(hits, g), (time.perf_counter() - t) * 1000)
             out[system].append(s)
+        if deep is not None:
+            deep.append(deep_hits(db, project, embedder, g, ranking, ef_search))
         vector = embedder.vectors[g.text]
         for system, mode in PLAIN.items():
             s = Scores()
@@ -166,6 +171,24 @@ def evaluate(
             print(f"\r  searched {i}/{len(golds)}", end="", file=sys.stderr, flush=True)
     print(file=sys.stderr)
     return out
+
+
+DEEP_HITS = 50
+
+
+def deep_hits(
+    db: Any, project: Project, embedder: Any, g: Gold, ranking: Ranking, ef_search: int
+) -> dict[str, Any]:
+    """One query's first DEEP_HITS hybrid hits as rows, with its targets."""
+    hits = hybrid.search_code(
+        db, project, embedder, g.text, top_k=DEEP_HITS, ranking=ranking, ef_search=ef_search
+    )
+    rows = [
+        {k: getattr(h, k) for k in ("repo", "path", "start_line", "end_line", "symbol", "kind")}
+        | {"score": h.score}
+        for h in hits
+    ]
+    return {"qid": g.qid, "query": g.text, "targets": [list(t) for t in g.targets], "deep": rows}
 
 
 def merged(scores: Iterable[Scores]) -> Scores:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from bench.eval import sources
 from bench.eval.baseline import PlainBaseline, corpus_windows, window_vectors
@@ -72,6 +73,7 @@ def run(
     cache: Path = sources.CACHE,
     show_ranks: bool = False,
     chunk_chars: int | None = None,
+    deep: list[dict[str, Any]] | None = None,
 ) -> None:
     """Index (or reuse), then print the system table, per language and per kind of question."""
     questions = ensure_valid(cache=cache)
@@ -96,9 +98,8 @@ def run(
             f"{sum(q.split == 'test' for q in questions)} test); model "
             f"{model.identity.describe()}"
         )
-        results = evaluate(
-            db, project, CachedQueries(model.identity, vectors), plain, golds, ranking, ef_search
-        )
+        cached = CachedQueries(model.identity, vectors)
+        results = evaluate(db, project, cached, plain, golds, ranking, ef_search, deep)
         print(f"\n## questions, {split} split, {len(golds)} queries, top_k 10\n")
         print(system_table(results))
         print("\n" + paired(results, "code-rag hybrid", "plain hybrid (RRF)"))

@@ -25,6 +25,7 @@ on 2 busy cores; later runs reuse every vector and take a few minutes.
 from __future__ import annotations
 
 import argparse
+import json
 import statistics
 import sys
 import time
@@ -171,8 +172,8 @@ def replay(g: Gathered, variant: str, ranking: Ranking, mode: str) -> Scores:
         best = shortlist(fuse(c, r), TOP_K)
         demoted = ROLES.demoted_chunks((g.details[cid] for cid in best), q.text)
         best = ordered(best, fuse(c, r, demoted))
-        hits = collapse(best, g.details, TOP_K, g.pieces)
-        out.add(first_hit([row for row, _ in hits], docstring_gold(q)))
+        hits = collapse([[cid] for cid in best], g.details, TOP_K, g.pieces)
+        out.add(first_hit([hit.row for hit in hits], docstring_gold(q)))
     return out
 
 
@@ -229,6 +230,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument(
         "--model", default=None, help="a local ONNX model folder (default: the bundled model)"
     )
+    ap.add_argument(
+        "--json",
+        type=Path,
+        default=None,
+        help="write each query's first 50 hybrid hits here, for bench/eval/files/replay.py",
+    )
     args = ap.parse_args(argv)
     if args.eval == "questions" and (args.tune or args.ablations):
         ap.error("--tune and --ablations apply to the docstring eval")
@@ -238,15 +245,28 @@ def main(argv: Sequence[str] | None = None) -> None:
         ap.error("--header and --cache change the docstring eval's index: add --eval docstring")
     model = make_embedder("local", args.model)
     ranking = DEFAULT_RANKING
+    deep: dict[str, list[dict[str, Any]]] = {"docstring": [], "questions": []}
+    keep = args.json is not None
     if args.eval in ("both", "docstring"):
-        ranking = docstring_eval(args, model)
+        ranking = docstring_eval(args, model, deep["docstring"] if keep else None)
     if args.eval in ("both", "questions"):
         questions_eval.run(
-            model, args.split, args.limit, ranking, args.ef_search, chunk_chars=args.chunk_chars
+            model,
+            args.split,
+            args.limit,
+            ranking,
+            args.ef_search,
+            chunk_chars=args.chunk_chars,
+            deep=deep["questions"] if keep else None,
         )
+    if keep:
+        args.json.write_text(json.dumps({"split": args.split, **deep}), encoding="utf-8")
+        print(f"\nper-query deep hits: {args.json}")
 
 
-def docstring_eval(args: argparse.Namespace, model: Embedder) -> Ranking:
+def docstring_eval(
+    args: argparse.Namespace, model: Embedder, deep: list[dict[str, Any]] | None = None
+) -> Ranking:
     """The docstring eval as `args` ask; the ranking it used (tuned with --tune)."""
     corpus, _ = prepare_dirs(args.cache)
     queries, digest = build_corpus(corpus)
@@ -289,7 +309,7 @@ def docstring_eval(args: argparse.Namespace, model: Embedder) -> Ranking:
                 s = replay(g, "product", ranking, "hybrid")
                 print(f"tuning split hybrid: MRR@10 {s.mrr():.3f}, Hit@5 {s.hit(5):.3f}")
             golds = [docstring_gold(q) for q in test_set]
-            results = evaluate(db, project, cached, plain, golds, ranking, args.ef_search)
+            results = evaluate(db, project, cached, plain, golds, ranking, args.ef_search, deep)
             print(
                 f"\n## docstring eval, {args.split} split, {len(test_set)} queries, top_k {TOP_K}, "
                 f"ef_search {args.ef_search}, live search_code calls\n"

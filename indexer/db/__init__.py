@@ -9,6 +9,7 @@ from indexer.db.blocks import spelled
 from indexer.db.database import Database, database_error, prepare_database, start_embedded
 from indexer.db.queries import BlockMatch
 from indexer.db.rows import (
+    ChunkFile,
     ChunkRow,
     DefinitionPiece,
     FileRecord,
@@ -23,6 +24,7 @@ from indexer.db.schema import Conn, Schema, like_escape
 
 __all__ = [
     "BlockMatch",
+    "ChunkFile",
     "ChunkRow",
     "Conn",
     "Database",

@@ -14,6 +14,7 @@ import psycopg
 from indexer.db import queries
 from indexer.db.blocks import spelled
 from indexer.db.rows import (
+    ChunkFile,
     DefinitionPiece,
     IndexedFile,
     LineMatch,
@@ -117,6 +118,16 @@ def chunks_by_id(conn: Conn, schema: Schema, ids: Sequence[int]) -> dict[int, St
         return {}
     found: list[StoredChunk] = typed_rows(
         conn, StoredChunk, schema.sql(queries.CHUNKS_BY_ID), {"ids": list(ids)}
+    )
+    return {c.chunk_id: c for c in found}
+
+
+def chunk_files(conn: Conn, schema: Schema, ids: Sequence[int]) -> dict[int, ChunkFile]:
+    """The file of each of the chunks `ids` (a chunk removed meanwhile is absent)."""
+    if not ids:
+        return {}
+    found: list[ChunkFile] = typed_rows(
+        conn, ChunkFile, schema.sql(queries.CHUNK_FILES), {"ids": list(ids)}
     )
     return {c.chunk_id: c for c in found}
 

@@ -187,6 +187,14 @@ SELECT c.id AS chunk_id, f.repo, f.path, c.start_line, c.end_line, c.symbol, c.k
  WHERE c.id = ANY(%(ids)s)
 """
 
+# Rows as `rows.ChunkFile`: the file of each of the chunks `ids`.
+CHUNK_FILES = """
+SELECT c.id AS chunk_id, c.file_id, f.path
+  FROM {schema}.rag_chunk c
+  JOIN {schema}.rag_file f ON f.id = c.file_id
+ WHERE c.id = ANY(%(ids)s)
+"""
+
 # Rows as `rows.DefinitionPiece`: of the chunks `ids`, those that are a piece of one definition
 # split into windows (its symbol and kind, inside its lines, and not the whole of it), with the
 # definition's lines and the chunk holding its signature; the innermost such definition.

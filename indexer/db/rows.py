@@ -154,6 +154,15 @@ class StoredChunk:
 
 
 @dataclass(frozen=True, slots=True)
+class ChunkFile:
+    """Which file a chunk is in: what search ranks files by before it reads any chunk."""
+
+    chunk_id: int
+    file_id: int
+    path: str
+
+
+@dataclass(frozen=True, slots=True)
 class DefinitionPiece:
     """A chunk that is one window of a definition split into several: the definition's lines
     and the chunk holding its signature (`head_id`)."""

@@ -5,14 +5,15 @@ normalised scores. Files that are not code (tests, docs, examples, vendored or g
 copies, stubs: `roles.py`) count for less unless the query asks for them. Code chunks holding
 an identifier of the query verbatim then come above the rest, and chunks named exactly by the
 query above everything. The windows of a definition too long for one chunk collapse into one
-hit for the definition, from its signature, and overlapping hits of one file into the best.
+hit for the definition, from its signature, and overlapping hits of one file into the best. By
+file, a file is one hit at its best chunk, its further matches folded into it (`also`).
 `Ranking` holds the knobs of both sides, tuned on the tuning splits of the evals in
 `bench/eval/` (docs/evals.md).
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Collection, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from indexer.db import DefinitionPiece, StoredChunk
@@ -23,6 +24,10 @@ LIFT_SPACING = 60
 # How many fused candidates, in multiples of top_k, are read back and collapsed into hits:
 # collapsing (pieces of one definition, overlaps) may drop some.
 SHORTLIST = 3
+# A hit by file folds at most this many further matches of its file into its `also`.
+MAX_ALSO = 3
+# Files read back beyond top_k by file, for a file whose chunks a concurrent sweep removed.
+SPARE_FILES = 2
 
 
 @dataclass(frozen=True)
@@ -160,42 +165,86 @@ def ordered(ids: Iterable[int], scores: Mapping[int, float]) -> list[int]:
     return sorted(ids, key=lambda cid: (-scores.get(cid, 0.0), cid))
 
 
+def by_file(ranked: Sequence[int], files: Mapping[int, Hashable], top_k: int) -> list[list[int]]:
+    """`ranked` (best first) as one group per file, in the order of each file's best chunk:
+    the first `top_k` files (and SPARE_FILES more), each its best chunk then at most MAX_ALSO
+    further ones that rank above the best chunk of the next file (those it would have shown
+    as hits of their own). `files` maps a chunk to its file; a chunk absent from it is
+    skipped."""
+    groups: dict[Hashable, list[int]] = {}
+    cutoff = len(ranked)
+    for place, chunk_id in enumerate(ranked):
+        file_id = files.get(chunk_id)
+        if file_id is None:
+            continue
+        group = groups.get(file_id)
+        if group is None:
+            if len(groups) == top_k:
+                cutoff = place
+            if len(groups) == top_k + SPARE_FILES:
+                break
+            groups[file_id] = [chunk_id]
+        elif place < cutoff and len(group) <= MAX_ALSO:
+            group.append(chunk_id)
+    return list(groups.values())
+
+
+@dataclass(frozen=True)
+class Hit:
+    """One hit: the chunk that locates it (`row`), the id of the chunk whose score ranks it,
+    and, by file, the file's further matches, best first."""
+
+    row: StoredChunk
+    ranked_by: int
+    also: list[StoredChunk] = field(default_factory=list)
+
+
 def collapse(
-    ordered: Sequence[int],
+    groups: Sequence[Sequence[int]],
     details: Mapping[int, StoredChunk],
     top_k: int,
     pieces: Mapping[int, DefinitionPiece] | None = None,
-) -> list[tuple[StoredChunk, int]]:
-    """The first `top_k` hits of `ordered`, each with the id of the chunk whose score ranks it,
-    skipping any that overlaps a better one in its file. A window of a split definition (in
-    `pieces`) stands for the whole definition: the hit is the chunk holding its signature,
-    spanning the definition's lines, ranked by its best window."""
-    hits: list[tuple[StoredChunk, int]] = []
-    for chunk_id in ordered:
-        row = details.get(chunk_id)
-        if row is None:
-            continue
-        piece = (pieces or {}).get(chunk_id)
-        if piece is not None:
-            head = details.get(piece.head_id, row)
-            # The head may hold glue before the definition (merged into it): cut that off.
-            skip = max(0, piece.start_line - head.start_line)
-            content = "\n".join(head.content.split("\n")[skip:])
-            row = replace(
-                head, start_line=piece.start_line, end_line=piece.end_line, content=content
-            )
-        if any(_overlaps(row, kept) for kept, _ in hits):
-            continue
-        hits.append((row, chunk_id))
+) -> list[Hit]:
+    """The first `top_k` hits of `groups` (a chunk each, or a file each from `by_file`: its
+    best chunk, then its further matches). A window of a split definition (in `pieces`)
+    stands for the whole definition: the range is the chunk holding its signature, spanning
+    the definition's lines. A range overlapping a better one of its file is left out; a
+    chunk without its row (removed meanwhile) is skipped."""
+    hits: list[Hit] = []
+    shown: dict[tuple[str, str], list[StoredChunk]] = {}
+    for group in groups:
+        ranges: list[tuple[StoredChunk, int]] = []
+        for chunk_id in group:
+            row = _whole(chunk_id, details, pieces or {})
+            if row is None:
+                continue
+            kept = shown.setdefault((row.repo, row.path), [])
+            if not any(_overlaps(row, k) for k in kept):
+                ranges.append((row, chunk_id))
+                kept.append(row)
+        if ranges:
+            (row, ranked_by), *rest = ranges
+            hits.append(Hit(row, ranked_by, [r for r, _ in rest]))
         if len(hits) == top_k:
             break
     return hits
 
 
+def _whole(
+    chunk_id: int, details: Mapping[int, StoredChunk], pieces: Mapping[int, DefinitionPiece]
+) -> StoredChunk | None:
+    """The chunk `chunk_id`, or for a window of a split definition the definition whole, from
+    the chunk holding its signature."""
+    row = details.get(chunk_id)
+    piece = pieces.get(chunk_id)
+    if row is None or piece is None:
+        return row
+    head = details.get(piece.head_id, row)
+    # The head may hold glue before the definition (merged into it): cut that off.
+    skip = max(0, piece.start_line - head.start_line)
+    content = "\n".join(head.content.split("\n")[skip:])
+    return replace(head, start_line=piece.start_line, end_line=piece.end_line, content=content)
+
+
 def _overlaps(a: StoredChunk, b: StoredChunk) -> bool:
-    return (
-        a.repo == b.repo
-        and a.path == b.path
-        and a.start_line <= b.end_line
-        and b.start_line <= a.end_line
-    )
+    return a.start_line <= b.end_line and b.start_line <= a.end_line

@@ -11,14 +11,14 @@ pointers — path, lines, symbol, score, a short snippet — never whole files.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime
 from functools import partial
 from typing import Any
 
 from indexer import clock, truncate
-from indexer.db import Conn, Database, Schema, StoredChunk, store
+from indexer.db import Conn, Database, Schema, lookup, store
 from indexer.embed import Embedder, EmbeddingModel, ensure_same_model
 from indexer.errors import InvalidArgument
 from indexer.project import Project
@@ -35,7 +35,9 @@ from indexer.search.filters import Filters
 from indexer.search.fusion import (
     DEFAULT_RANKING,
     Candidates,
+    Hit,
     Ranking,
+    by_file,
     collapse,
     fuse,
     ordered,
@@ -43,7 +45,7 @@ from indexer.search.fusion import (
 )
 from indexer.search.keyword import TermStatsCache
 from indexer.search.query_cache import QueryVectorCache
-from indexer.search.roles import PathRoles
+from indexer.search.roles import Located, PathRoles
 
 DEFAULT_TOP_K = 10
 MAX_TOP_K = 50
@@ -69,9 +71,20 @@ class SearchHit:
     stale: bool = False  # its root is unavailable now (missing, unreadable): indexed text
     index_age_s: int | None = None  # seconds since its file was indexed
     symbols: list[str] = field(default_factory=list)  # the definitions whose signature it holds
+    also: list[AlsoRange] = field(default_factory=list)  # by file: the file's further matches
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+@dataclass(frozen=True, slots=True)
+class AlsoRange:
+    """A further match in a hit's file: its lines, its symbol, the chunk to read it by."""
+
+    chunk_id: int
+    start_line: int
+    end_line: int
+    symbol: str | None
 
 
 def search_code(
@@ -89,8 +102,10 @@ def search_code(
     ranking: Ranking = DEFAULT_RANKING,
     query_vectors: QueryVectorCache | None = None,
     term_stats: TermStatsCache | None = None,
+    by_file: bool = False,
 ) -> list[SearchHit]:
-    """Ranked hits for `query` in `project`; `mode` is hybrid, vector or keyword.
+    """Ranked hits for `query` in `project`; `mode` is hybrid, vector or keyword. `by_file`:
+    one hit per file, at its best chunk, with the file's further matches as `also` ranges.
 
     The lists that need no query vector (keyword, exact symbol, verbatim identifier) are
     gathered on a connection of their own in a second thread while this one embeds the query
@@ -109,6 +124,7 @@ def search_code(
         query,
         # A path_glob chose the files: none of them counts for less for what it is.
         PathRoles.of(project) if path_glob is None else None,
+        by_file,
     )
     if mode == "keyword":
         with db.reading(lists.what) as conn, conn.transaction():
@@ -128,7 +144,7 @@ def _with_vectors(
     top_k: int,
     ef_search: int,
     query_vectors: QueryVectorCache | None,
-) -> tuple[dict[int, float], list[tuple[StoredChunk, int]]]:
+) -> tuple[dict[int, float], list[Hit]]:
     """A search with the vector side: the other lists gathered at once in a thread of their
     own while this one embeds the query, then the vector side, then fusion."""
     with _Concurrent(partial(lists.others, query, mode)) as others:
@@ -183,6 +199,7 @@ class _Lists:
     what: str
     query: str
     roles: PathRoles | None  # None: every file counts as code
+    by_file: bool
 
     def others(self, query: str, mode: str, holding: Callable[[], None]) -> Candidates:
         """Every list but the vector one, on a connection of its own (`holding()` is called
@@ -207,37 +224,53 @@ class _Lists:
 
     def fused_hits(
         self, conn: Conn, candidates: Candidates, top_k: int
-    ) -> tuple[dict[int, float], list[tuple[StoredChunk, int]]]:
-        """Fuse the lists, read the rows of the shortlist (and the pieces of the definitions
-        they split), fuse again with the shortlist's files that are not code counting for
-        less, and collapse the shortlist in that order to `top_k` hits, each with the id it
-        ranks by."""
+    ) -> tuple[dict[int, float], list[Hit]]:
+        """Fuse the lists, with the files that are not code counting for less, and read back
+        and collapse the best into `top_k` hits, each with the id it ranks by."""
+        if self.by_file:
+            return self._hits_by_file(conn, candidates, top_k)
+        # Only the shortlist's files are read, so only they are demoted: fuse, read the
+        # shortlist's rows (and the pieces of the definitions they split), fuse again.
         scores = fuse(candidates, self.ranking)
         best = shortlist(scores, top_k)
         details, pieces = shaping_rows(conn, self.schema, best)
-        if self.roles is not None:
-            demoted = self.roles.demoted_chunks(details.values(), self.query)
-            if demoted:
-                scores = fuse(candidates, self.ranking, demoted)
-                best = ordered(best, scores)
-        return scores, collapse(best, details, top_k, pieces)
+        demoted = self._demoted(details.values())
+        if demoted:
+            scores = fuse(candidates, self.ranking, demoted)
+            best = ordered(best, scores)
+        return scores, collapse([[cid] for cid in best], details, top_k, pieces)
+
+    def _hits_by_file(
+        self, conn: Conn, candidates: Candidates, top_k: int
+    ) -> tuple[dict[int, float], list[Hit]]:
+        """One hit per file: every candidate's file is read first, so that the files that are
+        not code are demoted and the candidates grouped by file before any row is read."""
+        ids = {*candidates.vector, *candidates.keyword, *candidates.exact, *candidates.verbatim}
+        files = lookup.chunk_files(conn, self.schema, sorted(ids))
+        scores = fuse(candidates, self.ranking, self._demoted(files.values()))
+        file_of = {cid: f.file_id for cid, f in files.items()}
+        groups = by_file(ordered(scores, scores), file_of, top_k)
+        details, pieces = shaping_rows(conn, self.schema, [cid for g in groups for cid in g])
+        return scores, collapse(groups, details, top_k, pieces)
+
+    def _demoted(self, rows: Iterable[Located]) -> set[int]:
+        return set() if self.roles is None else self.roles.demoted_chunks(rows, self.query)
 
 
-def _search_hits(
-    project: Project, scores: dict[int, float], hits: list[tuple[StoredChunk, int]]
-) -> list[SearchHit]:
+def _search_hits(project: Project, scores: dict[int, float], hits: list[Hit]) -> list[SearchHit]:
     now = clock.now()
-    problems = {repo: project.unavailable(repo) for repo in {row.repo for row, _ in hits}}
+    problems = {repo: project.unavailable(repo) for repo in {hit.row.repo for hit in hits}}
     return [
         SearchHit(
-            **located(project, row),
-            score=round(scores[ranked_by], 6),
-            snippet=snippet_of(row.content),
-            stale=problems[row.repo] is not None,
-            index_age_s=_age(row.indexed_at, now),
-            symbols=list(row.symbols),
+            **located(project, hit.row),
+            score=round(scores[hit.ranked_by], 6),
+            snippet=snippet_of(hit.row.content),
+            stale=problems[hit.row.repo] is not None,
+            index_age_s=_age(hit.row.indexed_at, now),
+            symbols=list(hit.row.symbols),
+            also=[AlsoRange(r.chunk_id, r.start_line, r.end_line, r.symbol) for r in hit.also],
         )
-        for row, ranked_by in hits
+        for hit in hits
     ]
 
 

@@ -13,10 +13,10 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Protocol
 
 import pathspec
 
-from indexer.db import StoredChunk
 from indexer.project import Project
 
 TEST, DOCS, EXAMPLE, VENDORED, GENERATED, STUB = (
@@ -103,6 +103,16 @@ ASKING: dict[str, re.Pattern[str]] = {
 }
 
 
+class Located(Protocol):
+    """A chunk with its file's path (a stored chunk, or only its file)."""
+
+    @property
+    def chunk_id(self) -> int: ...
+
+    @property
+    def path(self) -> str: ...
+
+
 def default_role(path: str) -> str | None:
     """The role of `path` (relative to its root) by the defaults alone; None for code."""
     for role, pattern in DEFAULT_PATTERNS:
@@ -144,7 +154,7 @@ class PathRoles:
             return DOCS
         return default_role(path)
 
-    def demoted_chunks(self, rows: Iterable[StoredChunk], query: str) -> set[int]:
+    def demoted_chunks(self, rows: Iterable[Located], query: str) -> set[int]:
         """Of the chunks `rows`, those search ranks below code for `query`."""
         rows = list(rows)
         paths = self.demoted({row.path for row in rows}, query)

@@ -27,6 +27,10 @@ def search(
     repo: RepoOption = None,
     language: LanguageOption = None,
     path: PathOption = None,
+    by_file: Annotated[
+        bool,
+        typer.Option("--by-file", help="One hit per file, its further matches as 'also' lines."),
+    ] = False,
     as_json: Annotated[
         bool, typer.Option("--json", help="Print the hits as JSON (as search_code returns them).")
     ] = False,
@@ -52,6 +56,7 @@ def search(
                     language=language,
                     path_glob=path,
                     ef_search=settings.search.ef_search,
+                    by_file=by_file,
                 )
         finally:
             embedder.close()
@@ -69,3 +74,5 @@ def _print_hits(hits: list[SearchHit]) -> None:
         where = f"{h.repo}/{h.path}:{h.start_line}-{h.end_line}"
         stale = "  (stale: its root is unavailable)" if h.stale else ""
         typer.echo(f"{where:<{width}}  {h.symbol or '-'}  {h.score:.4f}{stale}")
+        for also in h.also:
+            typer.echo(f"  also {also.start_line}-{also.end_line}  {also.symbol or '-'}")

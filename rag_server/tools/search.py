@@ -57,6 +57,21 @@ HIT_SCHEMA: dict[str, Any] = {
         },
         "score": {"type": "number"},
         "snippet": {"type": "string"},
+        "also": {
+            "type": "array",
+            "description": "with by_file: the file's further matches, best first; read one "
+            "by its chunk_id or its lines",
+            "items": {
+                "type": "object",
+                "properties": {
+                    "chunk_id": CHUNK_ID,
+                    "start_line": {"type": "integer"},
+                    "end_line": {"type": "integer"},
+                    "symbol": NULLABLE_STRING,
+                },
+                "required": ["chunk_id", "start_line", "end_line", "symbol"],
+            },
+        },
         "index_age_s": {
             "type": ["integer", "null"],
             "description": "seconds since the hit's file was indexed (file events keep it fresh)",
@@ -83,6 +98,13 @@ SEARCH_INPUT = input_schema(
             "'where invoices get their number', 'retry with backoff', 'parse_config'.",
         },
         "top_k": how_many(MAX_TOP_K, DEFAULT_TOP_K, "How many hits to return."),
+        "by_file": {
+            "type": "boolean",
+            "default": False,
+            "description": "One hit per file, at its best match, with the file's further "
+            "matches as `also` line ranges: top_k hits name top_k files. For 'which files "
+            "handle X' and 'how is Y organised'.",
+        },
         **FILTERS,
     },
     required=["query"],
@@ -172,6 +194,7 @@ def search_handler(service: Service, project: Project, args: Mapping[str, Any]) 
         ef_search=service.settings.search.ef_search,
         query_vectors=service.query_vectors,
         term_stats=service.term_stats,
+        by_file=bool(args.get("by_file", False)),
     )
     result = bound_hits(query.strip(), [_finite(hit.to_dict()) for hit in hits])
     if not hits:
@@ -203,7 +226,8 @@ SEARCH_CODE = ToolSpec(
     "('where invoices are numbered', 'HTTP retry with backoff') or name identifiers. "
     "Returns the best-matching chunks (functions, classes, sections) with repo, path, "
     "absolute_path, start_line-end_line, symbol, score and a short snippet. Tests, docs "
-    "and examples rank below code unless the query asks for them. Read the "
+    "and examples rank below code unless the query asks for them; by_file gives one hit "
+    "per file. Read the "
     "file range you need afterwards (or call get_chunk). Narrow with repo, language or "
     "path_glob. Faster than grepping a large tree when you do not know the names yet. "
     "When you know a name: find_symbol says where it is defined.",

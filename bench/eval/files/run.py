@@ -3,7 +3,8 @@
 The corpus (corpus.py) is indexed through the real sweep as one project, one root per library
 (index.py); the questions (questions.py) are validated before anything is asked. Each question
 is asked in its library only (`repo=`) through the product's `search_code`, top_k 10, in its
-three modes (hybrid is the product), and of the plain baseline of `bench/eval/baseline.py`
+three modes (hybrid is the default) and as hybrid with one hit per file (`by_file`), and of
+the plain baseline of `bench/eval/baseline.py`
 (fixed line windows of the same files; BM25, vectors, and the two fused by unweighted RRF),
 built over the question's library alone. Scored per score.py: NDCG@10 of the target files
 (primary and secondary, gain 1 each, a file counted at its first hit), Hit@1, Hit@5 and MRR of
@@ -26,6 +27,7 @@ import json
 import sys
 import time
 from collections.abc import Callable, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -39,7 +41,13 @@ from bench.eval.files.product import Project, indexed_files, local_embedder, sea
 from bench.eval.files.questions import Question
 from bench.eval.files.score import K, QueryScore, Summary, rank_files, score
 
-CODE_RAG = {"code-rag hybrid": "hybrid", "code-rag keyword": "keyword", "code-rag vector": "vector"}
+# Each code-rag system: its mode, and whether it asks for one hit per file (`by_file`).
+CODE_RAG = {
+    "code-rag hybrid": ("hybrid", False),
+    "code-rag hybrid, by file": ("hybrid", True),
+    "code-rag keyword": ("keyword", False),
+    "code-rag vector": ("vector", False),
+}
 PLAIN = {"plain hybrid (RRF)": "hybrid", "plain BM25": "keyword", "plain vector": "vector"}
 SYSTEMS = (*CODE_RAG, *PLAIN)
 PRODUCT, BASELINE = "code-rag hybrid", "plain hybrid (RRF)"
@@ -121,11 +129,12 @@ def ask(
     """Every system's hits for one question: the K scored (`files`, one per hit) and, with a
     depth above K, a deeper list (`deep`, rows) for replay."""
     out: dict[str, dict[str, Any]] = {}
-    for system, mode in CODE_RAG.items():
-        hits = search_code(db, project, embedder, q.text, top_k=K, repo=q.repo, mode=mode)
+    for system, (mode, by_file) in CODE_RAG.items():
+        asked = partial(search_code, db, project, embedder, q.text, repo=q.repo, mode=mode)
+        hits = asked(top_k=K, by_file=by_file)
         entry: dict[str, Any] = {"files": [h.path for h in hits]}
         if depth > K:
-            deep = search_code(db, project, embedder, q.text, top_k=depth, repo=q.repo, mode=mode)
+            deep = asked(top_k=depth, by_file=by_file)
             entry["deep"] = [_code_rag_row(h) for h in deep]
         out[system] = entry
     vector = np.asarray(embedder.embed_query(q.text), dtype=np.float32)
@@ -292,7 +301,9 @@ def write_json(
         "top_k": K,
         "depth": depth,
         "index": manifest,
-        "systems": {s: {"mode": m, "by": "search_code"} for s, m in CODE_RAG.items()}
+        "systems": {
+            s: {"mode": m, "by_file": f, "by": "search_code"} for s, (m, f) in CODE_RAG.items()
+        }
         | {s: {"mode": m, "by": "bench/eval/baseline.py"} for s, m in PLAIN.items()},
         "summary": {s: Summary.of(v).__dict__ for s, v in scores.items()},
         "questions": queries,
