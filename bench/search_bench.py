@@ -24,6 +24,7 @@ one process (server, model, bench client): idle after a warm-up, and its peak un
     .venv/bin/python -m bench.search_bench lists            # each candidate list timed alone
     .venv/bin/python -m bench.search_bench server           # search_code over HTTP, memory
     .venv/bin/python -m bench.search_bench server --ef-search 400,100 --requests 150 --seconds 20
+    .venv/bin/python -m bench.search_bench server --by-file     # by chunk and by file, side by side
 """
 
 from __future__ import annotations
@@ -454,20 +455,26 @@ def rss_bytes() -> int:
     raise RuntimeError("no VmRSS in /proc/self/status")
 
 
-def timed_search(http: httpx.Client, url: str, query: str) -> float:
-    """Seconds for one `search_code` call over HTTP (hybrid, top_k 10)."""
+def timed_search(http: httpx.Client, url: str, query: str, by_file: bool = False) -> float:
+    """Seconds for one `search_code` call over HTTP (hybrid, top_k 10, by chunk or by file)."""
     started = time.perf_counter()
-    served.tool_call(http, url, "search_code", {"query": query, "top_k": 10})
+    served.tool_call(http, url, "search_code", {"query": query, "top_k": 10, "by_file": by_file})
     return time.perf_counter() - started
 
 
 def server(
-    cache: Path, ef_values: Sequence[int], requests: int, seconds: float, clients: int
+    cache: Path,
+    ef_values: Sequence[int],
+    requests: int,
+    seconds: float,
+    clients: int,
+    by_file: bool = False,
 ) -> None:
     """search_code over HTTP, the app under uvicorn in this process: one client (ef_search
-    values interleaved, one app each; each request's latency split into the query embedding
-    and the rest), then `clients` clients at once while this process's memory is sampled, then
-    one client while the same process sweeps another project with the model."""
+    values interleaved, one app each, and with `by_file` the first ef_search by file too; each
+    request's latency split into the query embedding and the rest), then `clients` clients at
+    once while this process's memory is sampled, then one client while the same process sweeps
+    another project with the model."""
     print(f"machine: {machine.describe()}")
     db = open_database(cache)
     inner = LocalEmbedder()
@@ -483,7 +490,8 @@ def server(
     proj = project(PROJECT, CORPUS)
     sweeping = Project(SWEEPING, (Root(SITE / "litestar", "litestar"),))
     apps, embedders = [], []
-    for ef in ef_values:
+    settings_by = [(ef, False) for ef in ef_values] + ([(ef_values[0], True)] if by_file else [])
+    for ef, _ in settings_by:
         embedder = TimedEmbedder(inner)
         settings = served.bench_settings(
             cache, {PROJECT: proj, SWEEPING: sweeping}, search=SearchSettings(ef_search=ef)
@@ -497,8 +505,8 @@ def server(
             chunks = store.summary(conn, SCHEMA).chunks
         urls = [s.url(PROJECT) for s in servers]
         for _ in range(5):  # warm-up: model sessions, pool, plans, term statistics
-            for http, url in zip(sessions, urls, strict=True):
-                timed_search(http, url, fresh_query())
+            for http, url, (_, grouped) in zip(sessions, urls, settings_by, strict=True):
+                timed_search(http, url, fresh_query(), grouped)
         time.sleep(1)
         idle_rss = rss_bytes()
         for e in embedders:
@@ -506,14 +514,14 @@ def server(
         totals: list[list[float]] = [[] for _ in servers]
         for _ in range(requests):
             for n, (http, url) in enumerate(zip(sessions, urls, strict=True)):
-                totals[n].append(timed_search(http, url, fresh_query()))
+                totals[n].append(timed_search(http, url, fresh_query(), settings_by[n][1]))
         print(f"\n{chunks:,} chunks; model {inner.identity.describe()}")
         print(f"one client, {requests} requests per setting, interleaved, top_k 10, hybrid:")
-        for ef, total, e in zip(ef_values, totals, embedders, strict=True):
+        for (ef, grouped), total, e in zip(settings_by, totals, embedders, strict=True):
             rest = [t - q for t, q in zip(total, e.query_seconds, strict=True)]
             print(
-                f"  ef_search {ef:>4}: total {figures(total)}   embed {figures(e.query_seconds)}"
-                f"   rest {figures(rest)}"
+                f"  ef_search {ef:>4}{', by file' if grouped else ''}: total {figures(total)}"
+                f"   embed {figures(e.query_seconds)}   rest {figures(rest)}"
             )
 
         def clients_for(n_clients: int, url: str, until: float) -> tuple[list[float], int]:
@@ -608,6 +616,9 @@ def main() -> None:
     parser.add_argument("--requests", type=int, default=200, help="server: per ef_search")
     parser.add_argument("--seconds", type=float, default=30, help="server: per loaded phase")
     parser.add_argument("--clients", type=int, default=4, help="server: clients at once")
+    parser.add_argument(
+        "--by-file", action="store_true", help="server: the first ef_search by file as well"
+    )
     args = parser.parse_args()
     if args.part == "build":
         build(args.cache, args.tokens, args.model_minutes * 60)
@@ -619,7 +630,7 @@ def main() -> None:
         lists(args.cache, args.queries or 150, int(args.ef_search.split(",")[0]))
     else:
         ef_values = [int(x) for x in args.ef_search.split(",")]
-        server(args.cache, ef_values, args.requests, args.seconds, args.clients)
+        server(args.cache, ef_values, args.requests, args.seconds, args.clients, args.by_file)
 
 
 if __name__ == "__main__":

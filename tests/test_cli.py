@@ -101,7 +101,10 @@ def test_status_and_search_read_well(workspace: Path) -> None:
     assert first[0] == "shop/util.py:1-2" and first[1] == "slugify"
     hits = json.loads(bld(workspace, "search", "shop", "Invoice total", "--json").stdout)["hits"]
     assert {"chunk_id", "repo", "path", "absolute_path", "start_line", "end_line", "symbol",
-            "score", "snippet"} <= set(hits[0])  # fmt: skip
+            "score", "snippet", "also"} <= set(hits[0])  # fmt: skip
+    by_file = bld(workspace, "search", "shop", "Invoice total", "--by-file", "--json")
+    files = [h["path"] for h in json.loads(by_file.stdout)["hits"]]
+    assert len(files) == len(set(files)) and set(files) <= {"billing/invoice.py", "util.py"}
 
 
 def test_known_errors_are_one_line_without_traceback(workspace: Path) -> None:
