@@ -1,9 +1,9 @@
-"""Search at ~100k chunks of real code: HNSW recall by ef_search, each candidate list alone,
+"""Search at ~80k chunks of real code: HNSW recall by ef_search, each candidate list alone,
 and `search_code` over HTTP with the server's memory.
 
 Corpus: the Python packages of bench/sweep_bench.py (transformers, scipy, numpy, pygments,
-litestar, psycopg, mcp from the project's .venv: ≈ 6,200 files, ≈ 105k chunks), indexed once by
-the real sweep into an embedded PostgreSQL under --cache (kept between runs). Embedding 105k
+litestar, psycopg, mcp from the project's .venv: ≈ 5,800 files, ≈ 81k chunks), indexed once by
+the real sweep into an embedded PostgreSQL under --cache (kept between runs). Embedding 81k
 chunks at full length with the local model would take hours on a small CPU, so the index's
 vectors come from the shipped model on each chunk's first --tokens word pieces of its embedding
 text (header: path, language, symbol; then the start of the code): real vectors of the model's

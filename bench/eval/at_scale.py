@@ -1,5 +1,5 @@
-"""Both evals at 100k chunks: their corpora among the search benchmark's ~105k chunks of real
-code, to judge levers that only bind at scale (the keyword side's row budget).
+"""Both evals at scale: their corpora among the search benchmark's ~81k chunks of real code, to
+judge levers that only bind at scale (the keyword side's row budget).
 
 The project `eval_at_scale` lives in the search benchmark's database (bench/search_bench.py,
 which must have been built): a copy of its index (files, chunks with their vectors and keyword
