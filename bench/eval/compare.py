@@ -183,12 +183,14 @@ def deep_hits(
     hits = hybrid.search_code(
         db, project, embedder, g.text, top_k=DEEP_HITS, ranking=ranking, ef_search=ef_search
     )
-    rows = [
-        {k: getattr(h, k) for k in ("repo", "path", "start_line", "end_line", "symbol", "kind")}
-        | {"score": h.score}
-        for h in hits
-    ]
+    rows = [hit_row(h) for h in hits]
     return {"qid": g.qid, "query": g.text, "targets": [list(t) for t in g.targets], "deep": rows}
+
+
+def hit_row(hit: Any) -> dict[str, Any]:
+    """A search hit as the deep lists keep it for offline replay."""
+    fields = ("repo", "path", "start_line", "end_line", "symbol", "kind", "score")
+    return {k: getattr(hit, k) for k in fields}
 
 
 def merged(scores: Iterable[Scores]) -> Scores:

@@ -34,6 +34,7 @@ from typing import Any
 import numpy as np
 
 from bench.eval.baseline import PlainBaseline, corpus_windows, window_vectors
+from bench.eval.compare import hit_row
 from bench.eval.files import questions as questions_module
 from bench.eval.files.corpus import CACHE, Corpus
 from bench.eval.files.index import ensure_index, open_index, project_for
@@ -107,17 +108,6 @@ def baselines(model: Any, corpus: Corpus, repos: set[str], cache: Path) -> dict[
     return out
 
 
-def _code_rag_row(hit: Any) -> dict[str, Any]:
-    return {
-        "path": hit.path,
-        "start_line": hit.start_line,
-        "end_line": hit.end_line,
-        "symbol": hit.symbol,
-        "kind": hit.kind,
-        "score": hit.score,
-    }
-
-
 def ask(
     db: Any,
     project: Project,
@@ -135,7 +125,7 @@ def ask(
         entry: dict[str, Any] = {"files": [h.path for h in hits]}
         if depth > K:
             deep = asked(top_k=depth, by_file=by_file)
-            entry["deep"] = [_code_rag_row(h) for h in deep]
+            entry["deep"] = [hit_row(h) for h in deep]
         out[system] = entry
     vector = np.asarray(embedder.embed_query(q.text), dtype=np.float32)
     for system, mode in PLAIN.items():
