@@ -24,7 +24,7 @@ one process (server, model, bench client): idle after a warm-up, and its peak un
     .venv/bin/python -m bench.search_bench lists            # each candidate list timed alone
     .venv/bin/python -m bench.search_bench server           # search_code over HTTP, memory
     .venv/bin/python -m bench.search_bench server --ef-search 400,100 --requests 150 --seconds 20
-    .venv/bin/python -m bench.search_bench server --by-file     # by chunk and by file, side by side
+    .venv/bin/python -m bench.search_bench server --by-chunk    # by file (the default) and by chunk
 """
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ from bench import machine, served
 from bench.sweep_bench import CORPUS, SITE, project
 from chunkers import embedding_text
 from chunkers.model import Chunk
-from indexer.db import Conn, Database, Schema, lookup, queries, statements, store
+from indexer.db import Conn, Database, Ranked, Schema, lookup, queries, statements, store
 from indexer.embed import EmbedBatchResult, Embedder, EmbeddingModel
 from indexer.embed.local import LocalEmbedder
 from indexer.project import Project, Root
@@ -273,13 +273,13 @@ def lists(cache: Path, queries: int, ef_search: int) -> None:
 
 def keyword_candidates(
     conn: Conn, schema: Schema, text: str, filters: dict[str, Any]
-) -> list[tuple[int, float]]:
+) -> list[Ranked]:
     return keyword.keyword_candidates(conn, schema, text, filters, DEFAULT_RANKING)
 
 
 def vector_candidates(
     conn: Conn, schema: Schema, vector: np.ndarray, filters: dict[str, Any], ef_search: int
-) -> list[tuple[int, float]]:
+) -> list[Ranked]:
     """The vector side's list at the product's depth, unfiltered (no iterative scan)."""
     return lookup.vector_candidates(
         conn, schema, vector, filters, DEFAULT_RANKING.vector_depth, ef_search, iterative_scan=False
@@ -392,7 +392,7 @@ def recall(cache: Path, settings: Sequence[int], limit: int | None) -> None:
                     t = time.perf_counter()
                     with conn.transaction():
                         found = vector_candidates(conn, SCHEMA, v, NO_FILTERS, ef)
-                        ids = [cid for cid, _ in found]
+                        ids = [r.chunk_id for r in found]
                     times.append(time.perf_counter() - t)
                     top = ids[:10]
                     by_id.append(len(set(top) & set(exact)) / len(exact))
@@ -455,8 +455,8 @@ def rss_bytes() -> int:
     raise RuntimeError("no VmRSS in /proc/self/status")
 
 
-def timed_search(http: httpx.Client, url: str, query: str, by_file: bool = False) -> float:
-    """Seconds for one `search_code` call over HTTP (hybrid, top_k 10, by chunk or by file)."""
+def timed_search(http: httpx.Client, url: str, query: str, by_file: bool = True) -> float:
+    """Seconds for one `search_code` call over HTTP (hybrid, top_k 10, by file or by chunk)."""
     started = time.perf_counter()
     served.tool_call(http, url, "search_code", {"query": query, "top_k": 10, "by_file": by_file})
     return time.perf_counter() - started
@@ -468,10 +468,10 @@ def server(
     requests: int,
     seconds: float,
     clients: int,
-    by_file: bool = False,
+    by_chunk: bool = False,
 ) -> None:
     """search_code over HTTP, the app under uvicorn in this process: one client (ef_search
-    values interleaved, one app each, and with `by_file` the first ef_search by file too; each
+    values interleaved, one app each, and with `by_chunk` the first ef_search by chunk too; each
     request's latency split into the query embedding and the rest), then `clients` clients at
     once while this process's memory is sampled, then one client while the same process sweeps
     another project with the model."""
@@ -490,7 +490,7 @@ def server(
     proj = project(PROJECT, CORPUS)
     sweeping = Project(SWEEPING, (Root(SITE / "litestar", "litestar"),))
     apps, embedders = [], []
-    settings_by = [(ef, False) for ef in ef_values] + ([(ef_values[0], True)] if by_file else [])
+    settings_by = [(ef, True) for ef in ef_values] + ([(ef_values[0], False)] if by_chunk else [])
     for ef, _ in settings_by:
         embedder = TimedEmbedder(inner)
         settings = served.bench_settings(
@@ -516,11 +516,14 @@ def server(
             for n, (http, url) in enumerate(zip(sessions, urls, strict=True)):
                 totals[n].append(timed_search(http, url, fresh_query(), settings_by[n][1]))
         print(f"\n{chunks:,} chunks; model {inner.identity.describe()}")
-        print(f"one client, {requests} requests per setting, interleaved, top_k 10, hybrid:")
+        print(
+            f"one client, {requests} requests per setting, interleaved, top_k 10, hybrid, "
+            "by file unless said:"
+        )
         for (ef, grouped), total, e in zip(settings_by, totals, embedders, strict=True):
             rest = [t - q for t, q in zip(total, e.query_seconds, strict=True)]
             print(
-                f"  ef_search {ef:>4}{', by file' if grouped else ''}: total {figures(total)}"
+                f"  ef_search {ef:>4}{'' if grouped else ', by chunk'}: total {figures(total)}"
                 f"   embed {figures(e.query_seconds)}   rest {figures(rest)}"
             )
 
@@ -617,7 +620,7 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=30, help="server: per loaded phase")
     parser.add_argument("--clients", type=int, default=4, help="server: clients at once")
     parser.add_argument(
-        "--by-file", action="store_true", help="server: the first ef_search by file as well"
+        "--by-chunk", action="store_true", help="server: the first ef_search by chunk as well"
     )
     args = parser.parse_args()
     if args.part == "build":
@@ -630,7 +633,7 @@ def main() -> None:
         lists(args.cache, args.queries or 150, int(args.ef_search.split(",")[0]))
     else:
         ef_values = [int(x) for x in args.ef_search.split(",")]
-        server(args.cache, ef_values, args.requests, args.seconds, args.clients, args.by_file)
+        server(args.cache, ef_values, args.requests, args.seconds, args.clients, args.by_chunk)
 
 
 if __name__ == "__main__":

@@ -244,8 +244,8 @@ def test_a_definitions_vector_raises_the_chunk_holding_it(
         )
     # paint.py's own chunk vector is the farthest of the three; its nested definition's is
     # the nearest of all, so its chunk comes first, once, with that definition's similarity.
-    assert [cid for cid, _ in found] == [ids["paint.py"], ids["mix.py"], ids["far.go"]]
-    assert found[0][1] == pytest.approx(float(near @ query), abs=1e-5)
+    assert [r.chunk_id for r in found] == [ids["paint.py"], ids["mix.py"], ids["far.go"]]
+    assert found[0].score == pytest.approx(float(near @ query), abs=1e-5)
     project = Project(project_name, (Root(Path("/nowhere"), "app"),))
     [first, *_] = search_code(database, project, FixedEmbedder(query), "blend", mode="vector")
     assert first.path == "paint.py" and first.symbols == ["palette", "blend"]
@@ -261,4 +261,4 @@ def test_a_definitions_vector_raises_the_chunk_holding_it(
                 40,
                 iterative_scan=database.iterative_scan,
             )
-        assert ids["paint.py"] not in [cid for cid, _ in found], extra
+        assert ids["paint.py"] not in [r.chunk_id for r in found], extra

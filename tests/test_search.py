@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import replace
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -141,7 +142,7 @@ def test_a_filter_matching_one_percent_of_rows_still_returns_top_k(
         filters = {"repo": None, "language": None, "path_re": glob_to_regex("special/**")}
         schema = Schema(project.name)
         with conn.transaction():
-            ids, _ = candidates.nearest(
+            found = candidates.nearest(
                 conn,
                 schema,
                 embedder.query_vector,
@@ -150,6 +151,7 @@ def test_a_filter_matching_one_percent_of_rows_still_returns_top_k(
                 40,
                 iterative_scan=True,
             )
+            ids = [r.chunk_id for r in found]
             paths = [c.path for c in lookup.chunks_by_id(conn, schema, ids).values()]
         assert len(ids) == 10 and all(p.startswith("special/") for p in paths)
         # Control: the same index scan without iterative scans loses most of them.
@@ -188,10 +190,17 @@ def test_overlapping_chunks_of_one_file_collapse_into_the_best(
     }
     project = stored_project(conn, project_name, files)
     for mode in ("hybrid", "keyword", "vector"):
-        hits = search_code(database, project, FixedEmbedder(q), "tax rate", mode=mode, top_k=10)
+        search = partial(search_code, database, project, FixedEmbedder(q), "tax rate", mode=mode)
+        hits = search(top_k=10, by_file=False)
         big = sorted((h.start_line, h.end_line) for h in hits if h.path == "big.py")
         assert big in ([(1, 60), (200, 230)], [(51, 110), (200, 230)]), mode
         assert len(hits) == 3, mode
+        # By file (the default) the same two regions: one the hit, the other its `also`.
+        files = search(top_k=10)
+        [hit] = [h for h in files if h.path == "big.py"]
+        ranges = [(hit.start_line, hit.end_line), *((a.start_line, a.end_line) for a in hit.also)]
+        assert sorted(ranges) == big, mode
+        assert len(files) == 2, mode
 
 
 def test_keyword_side_matches_only_rare_terms_and_ranks_a_bounded_set(

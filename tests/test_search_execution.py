@@ -19,7 +19,7 @@ from indexer.embed import EmbedBatchResult, EmbeddingModel
 from indexer.errors import ModelMismatch
 from indexer.search import QueryVectorCache, candidates, search_code
 from indexer.search.filters import Filters
-from indexer.search.fusion import DEFAULT_RANKING, collapse, fuse, ordered, shortlist
+from indexer.search.fusion import DEFAULT_RANKING, collapse, fuse, ordered, scored, shortlist
 from indexer.search.roles import PathRoles
 from tests.test_search import DIM, FixedEmbedder, stored_project, unit
 
@@ -67,14 +67,16 @@ def sequential_hits(
     filters = Filters().params()
     schema = Schema(project.name)
     with database.reading() as conn, conn.transaction():
-        ids, similarities = candidates.nearest(
-            conn,
-            schema,
-            vector,
-            filters,
-            ranking,
-            candidates.DEFAULT_EF_SEARCH,
-            database.iterative_scan,
+        ids, similarities = scored(
+            candidates.nearest(
+                conn,
+                schema,
+                vector,
+                filters,
+                ranking,
+                candidates.DEFAULT_EF_SEARCH,
+                database.iterative_scan,
+            )
         )
         others = candidates.other_candidates(conn, schema, query, filters, ranking)
         found = replace(others, vector=ids, vector_scores=similarities)

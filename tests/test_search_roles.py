@@ -4,6 +4,7 @@ query asks for tests or docs, and search over a real index putting code first un
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -191,19 +192,45 @@ def test_by_file_one_hit_per_file_with_its_further_matches_as_also(
     write(root, "src/policy.py", POLICY)
     project, embedder = swept(database, project_name, root, ollama_standin)
     query = "retry backoff delay"
-    chunks = search_code(database, project, embedder, query, mode="keyword", top_k=10)
+    chunks = search_code(database, project, embedder, query, mode="keyword", by_file=False)
     paths = [h.path for h in chunks]
     assert paths.count("src/policy.py") > 1  # by chunk: one file fills several places
     assert all(not h.also for h in chunks)
-    files = search_code(database, project, embedder, query, mode="keyword", by_file=True)
+    files = search_code(database, project, embedder, query, mode="keyword")  # by file
     assert len({h.path for h in files}) == len(files)
     assert {h.path for h in files} == set(paths)
     policy = next(h for h in files if h.path == "src/policy.py")
-    # Its best chunk is the hit; further matches that outranked the next file's best
-    # chunk follow as ranges of their own (at most three), none overlapping the hit.
+    # Its best chunk is the hit; its further chunks that the search by chunk showed follow as
+    # ranges of their own, best first, with their symbols.
     by_chunk = [h for h in chunks if h.path == "src/policy.py"]
     assert (policy.chunk_id, policy.start_line) == (by_chunk[0].chunk_id, by_chunk[0].start_line)
-    assert [a.chunk_id for a in policy.also] == [h.chunk_id for h in by_chunk[1:4]]
-    assert [a.symbol for a in policy.also] == [h.symbol for h in by_chunk[1:4]]
+    assert [a.chunk_id for a in policy.also] == [h.chunk_id for h in by_chunk[1:]]
+    assert [a.symbol for a in policy.also] == [h.symbol for h in by_chunk[1:]]
     # The files that are not code are demoted by file as well.
     assert {h.path for h in files[:2]} == {"src/retry.py", "src/policy.py"}
+
+
+def test_by_file_keeps_every_range_the_search_by_chunk_shows_at_a_rank_no_lower(
+    database: Any, project_name: str, work_dir: Path, ollama_standin: OllamaStandin
+) -> None:
+    root = work_dir / "src"
+    sample(root)
+    write(root, "src/policy.py", POLICY)
+    write(root, "src/schedule.py", POLICY.replace("retry_", "schedule_"))
+    project, embedder = swept(database, project_name, root, ollama_standin)
+    for query, mode in [
+        ("retry backoff delay", "keyword"),
+        ("the capped schedule entry", "hybrid"),
+        ("retry_jittered attempt", "vector"),
+    ]:
+        for top_k in (3, 10):
+            search = partial(search_code, database, project, embedder, query, mode=mode)
+            chunks, files = search(top_k=top_k, by_file=False), search(top_k=top_k)
+            where = {
+                (r.chunk_id, r.start_line, r.end_line): rank
+                for rank, hit in enumerate(files, 1)
+                for r in (hit, *hit.also)
+            }
+            for rank, h in enumerate(chunks, 1):
+                assert where[(h.chunk_id, h.start_line, h.end_line)] <= rank, (query, top_k, h)
+            assert len(files) == min(top_k, len({h.path for h in search(top_k=50)}))

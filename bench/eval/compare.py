@@ -2,9 +2,12 @@
 `search_code` calls) and the plain baseline's three (baseline.py), per query and per language.
 
 A hit finds a gold definition when it is in the definition's file (and repo) and holds its
-first line, or covers at least half of its lines; a query with several gold definitions is
-found by the first hit that finds any of them. Hit@k: the first such hit is in the top k;
-MRR@10: mean of 1/rank of the first such hit in the top 10 (0 if none).
+first line, or covers at least half of its lines; a hit by file (search's default) also finds
+it when one of its `also` ranges does, at the hit's rank. A query with several gold
+definitions is found by the first hit that finds any of them. Hit@k: the first such hit is in
+the top k; MRR@10: mean of 1/rank of the first such hit in the top 10 (0 if none).
+"code-rag hybrid, own range only" scores the default's hits as if they had no `also` ranges;
+"code-rag hybrid, by chunk" asks for a hit per chunk (`by_file=False`).
 """
 
 from __future__ import annotations
@@ -27,9 +30,16 @@ from indexer.search import candidates, hybrid
 from indexer.search.fusion import DEFAULT_RANKING, Ranking
 
 TOP_K = 10
-CODE_RAG = {"code-rag keyword": "keyword", "code-rag vector": "vector", "code-rag hybrid": "hybrid"}
+# Each code-rag system: its mode, and whether it asks for one hit per file (the default).
+CODE_RAG = {
+    "code-rag keyword": ("keyword", True),
+    "code-rag vector": ("vector", True),
+    "code-rag hybrid": ("hybrid", True),
+    "code-rag hybrid, by chunk": ("hybrid", False),
+}
+OWN_RANGE = "code-rag hybrid, own range only"  # the default's hits, their `also` not read
 PLAIN = {"plain hybrid (RRF)": "hybrid", "plain BM25": "keyword", "plain vector": "vector"}
-SYSTEMS = (*CODE_RAG, *PLAIN)
+SYSTEMS = (*CODE_RAG, OWN_RANGE, *PLAIN)
 
 
 @dataclass(frozen=True)
@@ -46,20 +56,31 @@ def _field(row: Any, key: str) -> Any:
     return row[key] if isinstance(row, dict) else getattr(row, key)
 
 
-def finds(row: Any, target: tuple[str, str, int, int]) -> bool:
+def finds(row: Any, target: tuple[str, str, int, int], also: bool = True) -> bool:
+    """Whether the hit `row` finds `target`: by its own range, or (with `also`) by one of
+    the further ranges of its file it carries."""
     repo, path, first, last = target
     if _field(row, "repo") != repo or _field(row, "path") != path:
         return False
-    start: int = _field(row, "start_line")
-    end: int = _field(row, "end_line")
+    ranges = [(_field(row, "start_line"), _field(row, "end_line"))]
+    if also:
+        further = row.get("also", []) if isinstance(row, dict) else getattr(row, "also", [])
+        ranges += [(_field(a, "start_line"), _field(a, "end_line")) for a in further]
+    return any(_covers(start, end, first, last) for start, end in ranges)
+
+
+def _covers(start: int, end: int, first: int, last: int) -> bool:
     if start <= first <= end:
         return True
     overlap = min(end, last) - max(start, first) + 1
     return overlap * 2 >= last - first + 1
 
 
-def first_hit(rows: Sequence[Any], gold: Gold) -> int | None:
-    return next((i for i, r in enumerate(rows, 1) if any(finds(r, t) for t in gold.targets)), None)
+def first_hit(rows: Sequence[Any], gold: Gold, also: bool = True) -> int | None:
+    """The rank of the first of `rows` that finds one of `gold`'s targets (None: none)."""
+    return next(
+        (i for i, r in enumerate(rows, 1) if any(finds(r, t, also) for t in gold.targets)), None
+    )
 
 
 @dataclass
@@ -145,7 +166,7 @@ def evaluate(
     """
     out: dict[str, list[Scores]] = {s: [] for s in SYSTEMS}
     for i, g in enumerate(golds, 1):
-        for system, mode in CODE_RAG.items():
+        for system, (mode, by_file) in CODE_RAG.items():
             t = time.perf_counter()
             hits = hybrid.search_code(
                 db,
@@ -156,10 +177,15 @@ def evaluate(
                 mode=mode,
                 ranking=ranking,
                 ef_search=ef_search,
+                by_file=by_file,
             )
             s = Scores()
             s.add(first_hit(hits, g), (time.perf_counter() - t) * 1000)
             out[system].append(s)
+            if system == "code-rag hybrid":
+                own = Scores()
+                own.add(first_hit(hits, g, also=False))
+                out[OWN_RANGE].append(own)
         if deep is not None:
             deep.append(deep_hits(db, project, embedder, g, ranking, ef_search))
         vector = embedder.vectors[g.text]
@@ -179,9 +205,16 @@ DEEP_HITS = 50
 def deep_hits(
     db: Any, project: Project, embedder: Any, g: Gold, ranking: Ranking, ef_search: int
 ) -> dict[str, Any]:
-    """One query's first DEEP_HITS hybrid hits as rows, with its targets."""
+    """One query's first DEEP_HITS hybrid hits by chunk as rows, with its targets."""
     hits = hybrid.search_code(
-        db, project, embedder, g.text, top_k=DEEP_HITS, ranking=ranking, ef_search=ef_search
+        db,
+        project,
+        embedder,
+        g.text,
+        top_k=DEEP_HITS,
+        ranking=ranking,
+        ef_search=ef_search,
+        by_file=False,
     )
     rows = [hit_row(h) for h in hits]
     return {"qid": g.qid, "query": g.text, "targets": [list(t) for t in g.targets], "deep": rows}

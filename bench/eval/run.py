@@ -71,6 +71,7 @@ from indexer.search.fusion import (
     collapse,
     fuse,
     ordered,
+    scored,
     shortlist,
 )
 from indexer.search.roles import PathRoles
@@ -124,8 +125,10 @@ def gather(
         with conn.transaction():
             vector = embedder.embed_query(candidates.vector_query(q.text))
             # No filters here, so pgvector's iterative scan would change nothing.
-            found, similarities = candidates.nearest(
-                conn, schema, vector, NO_FILTERS, deep, ef_search, iterative_scan=False
+            found, similarities = scored(
+                candidates.nearest(
+                    conn, schema, vector, NO_FILTERS, deep, ef_search, iterative_scan=False
+                )
             )
             exact = candidates.other_candidates(
                 conn, schema, q.text, NO_FILTERS, deep, keyword=False

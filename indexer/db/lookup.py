@@ -19,6 +19,7 @@ from indexer.db.rows import (
     IndexedFile,
     LineMatch,
     OutlineRow,
+    Ranked,
     StoredChunk,
     SymbolHit,
     TermStatsRow,
@@ -44,9 +45,9 @@ def vector_candidates(
     ef_search: int,
     *,
     iterative_scan: bool,
-) -> list[tuple[int, float]]:
-    """Chunk ids nearest to `vector` (cosine, HNSW), with their cosine similarity (of the
-    nearest of each chunk's vectors), best first. Call inside a transaction:
+) -> list[Ranked]:
+    """Chunks nearest to `vector` (cosine, HNSW), with their cosine similarity (of the
+    nearest of each chunk's vectors) and their files, best first. Call inside a transaction:
     the `hnsw.*` settings made here last until it ends. With `iterative_scan` (the server's
     pgvector has it: `Database.iterative_scan`) a filtered search scans on until enough rows
     pass, so a filter does not thin the list out."""
@@ -61,18 +62,19 @@ def vector_candidates(
         {**filters, "vector": vector, "limit": limit},
         prepare=False,
     ).fetchall()
-    return [(r[0], 1.0 - float(r[1])) for r in rows]
+    return [Ranked(r[0], 1.0 - float(r[1]), r[2], r[3]) for r in rows]
 
 
 def keyword_candidates(
     conn: Conn, schema: Schema, params: Mapping[str, Any], terms: int | None
-) -> list[tuple[int, float]]:
-    """Chunk ids with their keyword score, best first: the idf-weighted ranker over `terms`
-    query terms, or the plain OR ranker when `terms` is None. Never prepared: how many rows a
-    tsquery matches decides the plan (index or scan), and a generic plan scans whole tables."""
+) -> list[Ranked]:
+    """Chunks with their keyword score and their files, best first: the idf-weighted ranker
+    over `terms` query terms, or the plain OR ranker when `terms` is None. Never prepared:
+    how many rows a tsquery matches decides the plan (index or scan), and a generic plan
+    scans whole tables."""
     text = queries.KEYWORD_CANDIDATES if terms is None else queries.keyword_candidates_idf(terms)
     rows = conn.execute(schema.sql(text), params, prepare=False).fetchall()
-    return [(r[0], float(r[1])) for r in rows]
+    return [Ranked(r[0], float(r[1]), r[2], r[3]) for r in rows]
 
 
 def symbol_matches(

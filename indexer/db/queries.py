@@ -37,8 +37,8 @@ SET_ITERATIVE_SCAN = "SELECT set_config('hnsw.iterative_scan', 'relaxed_order', 
 # Each side walks its own HNSW index.
 VECTOR_CANDIDATES = (
     """
-SELECT v.id, min(v.distance) AS distance
-  FROM ((SELECT c.id, c.embedding <=> %(vector)s AS distance
+SELECT v.id, min(v.distance) AS distance, min(v.file_id) AS file_id, min(v.path) AS path
+  FROM ((SELECT c.id, c.embedding <=> %(vector)s AS distance, c.file_id, f.path
            FROM {schema}.rag_chunk c
            JOIN {schema}.rag_file f ON f.id = c.file_id
           WHERE c.embedding IS NOT NULL
@@ -48,7 +48,7 @@ SELECT v.id, min(v.distance) AS distance
           ORDER BY c.embedding <=> %(vector)s
           LIMIT %(limit)s)
         UNION ALL
-        (SELECT s.chunk_id, s.embedding <=> %(vector)s AS distance
+        (SELECT s.chunk_id, s.embedding <=> %(vector)s AS distance, s.file_id, f.path
            FROM {schema}.rag_symbol s
            JOIN {schema}.rag_file f ON f.id = s.file_id
           WHERE s.embedding IS NOT NULL AND s.chunk_id IS NOT NULL
@@ -77,7 +77,7 @@ SELECT c.reltuples AS rows, s.most_common_elems::text::text[] AS terms,
 # names (A) and paths (B) count more than body text (C).
 KEYWORD_CANDIDATES = (
     """
-SELECT c.id, ts_rank_cd(%(weights)s::float4[], c.tsv, q.query) AS rank
+SELECT c.id, ts_rank_cd(%(weights)s::float4[], c.tsv, q.query) AS rank, c.file_id, f.path
   FROM {schema}.rag_chunk c
   JOIN {schema}.rag_file f ON f.id = c.file_id,
        to_tsquery('simple', %(tsquery)s) AS q(query)
@@ -90,23 +90,27 @@ SELECT c.id, ts_rank_cd(%(weights)s::float4[], c.tsv, q.query) AS rank
 """
 )
 # The weighted ranker: rows matching the selected (rarest) terms, at most `max_ranked` of them,
-# scored by the sum over all query terms of idf x the term's field-weighted rank in the chunk.
+# scored by the sum over all query terms of idf x the term's field-weighted rank in the chunk;
+# the files' paths read for the `limit` best only.
 # `{score}` is that sum, unrolled per term by `keyword_candidates_idf`. `setweight(tsv, 'A',
 # ARRAY[])` (weight A for no lexeme: the same tsvector) hands the outer query one decompressed copy
 # per row, instead of one per ts_rank call; it only copies, where `tsv || ''` merged the two
 # (a third of the ranker's time at 100k chunks).
 _KEYWORD_CANDIDATES_IDF = (
     """
-SELECT m.id, ({score}) AS score
-  FROM (SELECT c.id, setweight(c.tsv, 'A', ARRAY[]::text[]) AS v
-          FROM {{schema}}.rag_chunk c
-         WHERE c.tsv @@ to_tsquery('simple', %(tsquery)s)
+SELECT r.id, r.score, r.file_id, f.path
+  FROM (SELECT m.id, ({score}) AS score, m.file_id
+          FROM (SELECT c.id, c.file_id, setweight(c.tsv, 'A', ARRAY[]::text[]) AS v
+                  FROM {{schema}}.rag_chunk c
+                 WHERE c.tsv @@ to_tsquery('simple', %(tsquery)s)
 """
     + _CHUNK_FILTERS.replace("{schema}", "{{schema}}")
     + """
-         LIMIT %(max_ranked)s) AS m
- ORDER BY score DESC, m.id
- LIMIT %(limit)s
+                 LIMIT %(max_ranked)s) AS m
+         ORDER BY score DESC, m.id
+         LIMIT %(limit)s) AS r
+  JOIN {{schema}}.rag_file f ON f.id = r.file_id
+ ORDER BY r.score DESC, r.id
 """
 )
 _TERM_SCORE = (

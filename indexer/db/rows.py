@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,6 +151,16 @@ class StoredChunk:
     indexed_at: datetime | None = None  # when its file was last written to the index
     # Every definition whose signature is in this chunk (several when small ones were merged).
     symbols: list[str] = field(default_factory=list)
+
+
+class Ranked(NamedTuple):
+    """A ranker's candidate: the chunk, its score (cosine similarity or keyword score), and
+    the file it is in (which search groups and demotes by, without reading the chunk)."""
+
+    chunk_id: int
+    score: float
+    file_id: int
+    path: str
 
 
 @dataclass(frozen=True, slots=True)

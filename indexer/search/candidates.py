@@ -12,8 +12,8 @@ from typing import Any
 
 from chunkers.grammars import has_symbols
 from indexer import lexical
-from indexer.db import Conn, DefinitionPiece, Schema, StoredChunk, like_escape, lookup
-from indexer.search.fusion import Candidates, Ranking, scored
+from indexer.db import Conn, DefinitionPiece, Ranked, Schema, StoredChunk, like_escape, lookup
+from indexer.search.fusion import Candidates, Ranking, files_of, scored
 from indexer.search.keyword import TermStatsCache, keyword_candidates
 
 # How many HNSW neighbours the vector side considers (pgvector's hnsw.ef_search).
@@ -70,7 +70,9 @@ def other_candidates(
     exact = exact_symbol(conn, schema, query, filters) if SYMBOL_QUERY_RE.match(query) else []
     verbatim = verbatim_code(conn, schema, query, filters) if keyword else []
     keyword_ids, keyword_scores = scored(found)
-    return Candidates([], keyword_ids, exact, verbatim, keyword_scores=keyword_scores)
+    return Candidates(
+        [], keyword_ids, exact, verbatim, keyword_scores=keyword_scores, files=files_of(found)
+    )
 
 
 def query_identifiers(query: str) -> list[str]:
@@ -149,9 +151,9 @@ def nearest(
     ranking: Ranking,
     ef_search: int,
     iterative_scan: bool,
-) -> tuple[list[int], list[float]]:
-    """The vector side's list: chunk ids and their cosine similarity, best first."""
-    found = lookup.vector_candidates(
+) -> list[Ranked]:
+    """The vector side's list: chunks, their cosine similarity and files, best first."""
+    return lookup.vector_candidates(
         conn,
         schema,
         vector_param(vector),
@@ -160,7 +162,6 @@ def nearest(
         ef_search,
         iterative_scan=iterative_scan,
     )
-    return scored(found)
 
 
 def shaping_rows(

@@ -6,7 +6,8 @@ copies, stubs: `roles.py`) count for less unless the query asks for them. Code c
 an identifier of the query verbatim then come above the rest, and chunks named exactly by the
 query above everything. The windows of a definition too long for one chunk collapse into one
 hit for the definition, from its signature, and overlapping hits of one file into the best. By
-file, a file is one hit at its best chunk, its further matches folded into it (`also`).
+file (the default), a file is one hit at its best chunk, and the file's further chunks that a
+search by chunk would have shown fold into it (`also`).
 `Ranking` holds the knobs of both sides, tuned on the tuning splits of the evals in
 `bench/eval/` (docs/evals.md).
 """
@@ -16,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Collection, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
-from indexer.db import DefinitionPiece, StoredChunk
+from indexer.db import ChunkFile, DefinitionPiece, Ranked, StoredChunk
 
 # Lifted chunks sit above the best fused score by 1/(LIFT_SPACING + 1 + their place), so they
 # keep their order among themselves and never tie with each other.
@@ -24,8 +25,6 @@ LIFT_SPACING = 60
 # How many fused candidates, in multiples of top_k, are read back and collapsed into hits:
 # collapsing (pieces of one definition, overlaps) may drop some.
 SHORTLIST = 3
-# A hit by file folds at most this many further matches of its file into its `also`.
-MAX_ALSO = 3
 # Files read back beyond top_k by file, for a file whose chunks a concurrent sweep removed.
 SPARE_FILES = 2
 
@@ -87,11 +86,18 @@ class Candidates:
     # Each ranker's scores, by position in its list: cosine similarity, keyword score.
     vector_scores: list[float] = field(default_factory=list)
     keyword_scores: list[float] = field(default_factory=list)
+    # The file of each chunk of the ranked lists (both rankers read it with the chunk).
+    files: dict[int, ChunkFile] = field(default_factory=dict)
 
 
-def scored(pairs: Sequence[tuple[int, float]]) -> tuple[list[int], list[float]]:
-    """A ranker's (id, score) list as its ids and its scores."""
-    return [cid for cid, _ in pairs], [score for _, score in pairs]
+def scored(ranked: Sequence[Ranked]) -> tuple[list[int], list[float]]:
+    """A ranker's list as its ids and its scores."""
+    return [r.chunk_id for r in ranked], [r.score for r in ranked]
+
+
+def files_of(ranked: Sequence[Ranked]) -> dict[int, ChunkFile]:
+    """A ranker's list as the file of each of its chunks."""
+    return {r.chunk_id: ChunkFile(r.chunk_id, r.file_id, r.path) for r in ranked}
 
 
 def fuse(
@@ -165,28 +171,37 @@ def ordered(ids: Iterable[int], scores: Mapping[int, float]) -> list[int]:
     return sorted(ids, key=lambda cid: (-scores.get(cid, 0.0), cid))
 
 
-def by_file(ranked: Sequence[int], files: Mapping[int, Hashable], top_k: int) -> list[list[int]]:
+def by_file(
+    ranked: Sequence[int], files: Mapping[int, Hashable], top_k: int, shown: Collection[int] = ()
+) -> list[list[int]]:
     """`ranked` (best first) as one group per file, in the order of each file's best chunk:
-    the first `top_k` files (and SPARE_FILES more), each its best chunk then at most MAX_ALSO
-    further ones that rank above the best chunk of the next file (those it would have shown
-    as hits of their own). `files` maps a chunk to its file; a chunk absent from it is
-    skipped."""
+    the first `top_k` files (and SPARE_FILES more), each its best chunk then its further
+    chunks that are in `shown` (the hits a search by chunk gives: `chunk_hits`), so that every
+    range of that answer stays in this one, in a hit ranked no lower. `files` maps a chunk to
+    its file; a chunk absent from it is skipped."""
     groups: dict[Hashable, list[int]] = {}
-    cutoff = len(ranked)
-    for place, chunk_id in enumerate(ranked):
+    for chunk_id in ranked:
         file_id = files.get(chunk_id)
         if file_id is None:
             continue
         group = groups.get(file_id)
         if group is None:
-            if len(groups) == top_k:
-                cutoff = place
             if len(groups) == top_k + SPARE_FILES:
                 break
             groups[file_id] = [chunk_id]
-        elif place < cutoff and len(group) <= MAX_ALSO:
+        elif chunk_id in shown:
             group.append(chunk_id)
     return list(groups.values())
+
+
+def chunk_hits(
+    ranked: Sequence[int],
+    details: Mapping[int, StoredChunk],
+    top_k: int,
+    pieces: Mapping[int, DefinitionPiece] | None = None,
+) -> list[Hit]:
+    """The first `top_k` hits of `ranked` (best first), a chunk each."""
+    return collapse([[chunk_id] for chunk_id in ranked], details, top_k, pieces)
 
 
 @dataclass(frozen=True)

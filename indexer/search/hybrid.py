@@ -4,8 +4,10 @@ Two rankers run over the same filters (repo, language, path glob): HNSW cosine o
 vectors and PostgreSQL full text over identifier-aware terms (`keyword.py` keeps that side
 bounded; `candidates.py` gathers each list; `fusion.py` makes them one order, in which files
 that are not code — tests, docs, examples — count for less unless the query asks for them:
-`roles.py`). A query that names a symbol exactly puts that definition first. Results are
-pointers — path, lines, symbol, score, a short snippet — never whole files.
+`roles.py`). A query that names a symbol exactly puts that definition first. A file is one
+hit, at its best chunk, its other matches folded into it as `also` ranges (or, `by_file=False`,
+a hit per chunk). Results are pointers — path, lines, symbol, score, a short snippet — never
+whole files.
 """
 
 from __future__ import annotations
@@ -34,13 +36,17 @@ from indexer.search.chunks import located
 from indexer.search.filters import Filters
 from indexer.search.fusion import (
     DEFAULT_RANKING,
+    SHORTLIST,
     Candidates,
     Hit,
     Ranking,
     by_file,
+    chunk_hits,
     collapse,
+    files_of,
     fuse,
     ordered,
+    scored,
     shortlist,
 )
 from indexer.search.keyword import TermStatsCache
@@ -102,10 +108,11 @@ def search_code(
     ranking: Ranking = DEFAULT_RANKING,
     query_vectors: QueryVectorCache | None = None,
     term_stats: TermStatsCache | None = None,
-    by_file: bool = False,
+    by_file: bool = True,
 ) -> list[SearchHit]:
-    """Ranked hits for `query` in `project`; `mode` is hybrid, vector or keyword. `by_file`:
-    one hit per file, at its best chunk, with the file's further matches as `also` ranges.
+    """Ranked hits for `query` in `project`; `mode` is hybrid, vector or keyword. `by_file`
+    (the default): one hit per file, at its best chunk, with the file's further chunks that a
+    search by chunk would have shown as `also` ranges; without it, a hit per chunk.
 
     The lists that need no query vector (keyword, exact symbol, verbatim identifier) are
     gathered on a connection of their own in a second thread while this one embeds the query
@@ -158,7 +165,7 @@ def _with_vectors(
         others.wait_holding()
         with lists.db.reading(lists.what) as conn, conn.transaction():
             lists.check_model(conn, embedder.identity)
-            ids, similarities = nearest(
+            found = nearest(
                 conn,
                 lists.schema,
                 vector,
@@ -167,7 +174,10 @@ def _with_vectors(
                 ef_search,
                 lists.db.iterative_scan,
             )
-            candidates = replace(others.result(), vector=ids, vector_scores=similarities)
+            ids, similarities = scored(found)
+            others_found = others.result()
+            files = others_found.files | files_of(found)
+            candidates = replace(others_found, vector=ids, vector_scores=similarities, files=files)
             return lists.fused_hits(conn, candidates, top_k)
 
 
@@ -238,19 +248,26 @@ class _Lists:
         if demoted:
             scores = fuse(candidates, self.ranking, demoted)
             best = ordered(best, scores)
-        return scores, collapse([[cid] for cid in best], details, top_k, pieces)
+        return scores, chunk_hits(best, details, top_k, pieces)
 
     def _hits_by_file(
         self, conn: Conn, candidates: Candidates, top_k: int
     ) -> tuple[dict[int, float], list[Hit]]:
-        """One hit per file: every candidate's file is read first, so that the files that are
-        not code are demoted and the candidates grouped by file before any row is read."""
+        """One hit per file: every candidate's file is known first (the rankers read it with
+        the chunk; the few others are looked up), so that the files that are not code are
+        demoted and the candidates grouped by file. The hits a search by chunk would give
+        (over the same order) fold into their files' hits, so none is lost."""
         ids = {*candidates.vector, *candidates.keyword, *candidates.exact, *candidates.verbatim}
-        files = lookup.chunk_files(conn, self.schema, sorted(ids))
-        scores = fuse(candidates, self.ranking, self._demoted(files.values()))
+        files = {cid: candidates.files[cid] for cid in ids if cid in candidates.files}
+        files |= lookup.chunk_files(conn, self.schema, sorted(ids - files.keys()))
         file_of = {cid: f.file_id for cid, f in files.items()}
-        groups = by_file(ordered(scores, scores), file_of, top_k)
-        details, pieces = shaping_rows(conn, self.schema, [cid for g in groups for cid in g])
+        scores = fuse(candidates, self.ranking, self._demoted(files.values()))
+        ranked = [cid for cid in ordered(scores, scores) if cid in file_of]
+        window = ranked[: top_k * SHORTLIST]
+        heads = [group[0] for group in by_file(ranked, file_of, top_k)]
+        details, pieces = shaping_rows(conn, self.schema, list(dict.fromkeys(window + heads)))
+        shown = {hit.ranked_by for hit in chunk_hits(window, details, top_k, pieces)}
+        groups = by_file(ranked, file_of, top_k, shown)
         return scores, collapse(groups, details, top_k, pieces)
 
     def _demoted(self, rows: Iterable[Located]) -> set[int]:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from indexer import lexical
-from indexer.db import Conn, Schema, lookup
+from indexer.db import Conn, Ranked, Schema, lookup
 from indexer.search.fusion import Ranking
 
 # Term statistics move only when the table is analysed: a cache reads them at most this often.
@@ -113,7 +113,7 @@ def keyword_candidates(
     filters: Mapping[str, Any],
     ranking: Ranking,
     term_stats: TermStatsCache | None = None,
-) -> list[tuple[int, float]]:
+) -> list[Ranked]:
     """The keyword ranker's list for `query` with its scores, best first (see `Ranking`); the
     term statistics from `term_stats`, or read now."""
     words = lexical.query_terms(query, stopwords=ranking.stopwords)

@@ -10,6 +10,7 @@ that paths the defaults would take for tests or docs are code (`"code"`), which 
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -113,8 +114,11 @@ class Located(Protocol):
     def path(self) -> str: ...
 
 
+@functools.lru_cache(maxsize=16384)
 def default_role(path: str) -> str | None:
-    """The role of `path` (relative to its root) by the defaults alone; None for code."""
+    """The role of `path` (relative to its root) by the defaults alone; None for code.
+    Remembered per path: a search by file reads the role of every candidate's file, and the
+    same files come back query after query."""
     for role, pattern in DEFAULT_PATTERNS:
         if pattern.search(path) and not (role == DOCS and _NOT_DOCS.search(path)):
             return role

@@ -29,8 +29,12 @@ def search(
     path: PathOption = None,
     by_file: Annotated[
         bool,
-        typer.Option("--by-file", help="One hit per file, its further matches as 'also' lines."),
-    ] = False,
+        typer.Option(
+            "--by-file/--by-chunk",
+            help="One hit per file, its further matches as 'also' lines (the default), or "
+            "one hit per chunk.",
+        ),
+    ] = True,
     as_json: Annotated[
         bool, typer.Option("--json", help="Print the hits as JSON (as search_code returns them).")
     ] = False,

@@ -59,8 +59,8 @@ HIT_SCHEMA: dict[str, Any] = {
         "snippet": {"type": "string"},
         "also": {
             "type": "array",
-            "description": "with by_file: the file's further matches, best first; read one "
-            "by its chunk_id or its lines",
+            "description": "the file's further matches, best first (empty with by_file "
+            "false); read one by its chunk_id or its lines",
             "items": {
                 "type": "object",
                 "properties": {
@@ -100,10 +100,10 @@ SEARCH_INPUT = input_schema(
         "top_k": how_many(MAX_TOP_K, DEFAULT_TOP_K, "How many hits to return."),
         "by_file": {
             "type": "boolean",
-            "default": False,
-            "description": "One hit per file, at its best match, with the file's further "
-            "matches as `also` line ranges: top_k hits name top_k files. For 'which files "
-            "handle X' and 'how is Y organised'.",
+            "default": True,
+            "description": "One hit per file (the default), at its best match, with the "
+            "file's further matches as `also` line ranges: top_k hits name top_k files. "
+            "false: one hit per chunk, several of one file possible.",
         },
         **FILTERS,
     },
@@ -194,7 +194,7 @@ def search_handler(service: Service, project: Project, args: Mapping[str, Any]) 
         ef_search=service.settings.search.ef_search,
         query_vectors=service.query_vectors,
         term_stats=service.term_stats,
-        by_file=bool(args.get("by_file", False)),
+        by_file=bool(args.get("by_file", True)),
     )
     result = bound_hits(query.strip(), [_finite(hit.to_dict()) for hit in hits])
     if not hits:
@@ -224,10 +224,10 @@ SEARCH_CODE = ToolSpec(
     "Search code by meaning",
     "Find code in this project by what it does, not only by exact words: describe it "
     "('where invoices are numbered', 'HTTP retry with backoff') or name identifiers. "
-    "Returns the best-matching chunks (functions, classes, sections) with repo, path, "
-    "absolute_path, start_line-end_line, symbol, score and a short snippet. Tests, docs "
-    "and examples rank below code unless the query asks for them; by_file gives one hit "
-    "per file. Read the "
+    "Returns one hit per file, at its best-matching chunk (function, class, section), with "
+    "repo, path, absolute_path, start_line-end_line, symbol, score, a short snippet and the "
+    "file's other matching ranges as `also`. Tests, docs and examples rank below code "
+    "unless the query asks for them. Read the "
     "file range you need afterwards (or call get_chunk). Narrow with repo, language or "
     "path_glob. Faster than grepping a large tree when you do not know the names yet. "
     "When you know a name: find_symbol says where it is defined.",

@@ -29,7 +29,7 @@ from bench.eval.files.score import Summary, score
 Row = dict[str, Any]
 # A rule: one query's deep hits (best first) -> the hits it shows, in order.
 Rule = Callable[[Sequence[Row]], list[Row]]
-SYSTEM = "code-rag hybrid"
+SYSTEM = "code-rag hybrid, by chunk"
 K = 10
 
 

@@ -3,8 +3,8 @@
 The corpus (corpus.py) is indexed through the real sweep as one project, one root per library
 (index.py); the questions (questions.py) are validated before anything is asked. Each question
 is asked in its library only (`repo=`) through the product's `search_code`, top_k 10, in its
-three modes (hybrid is the default) and as hybrid with one hit per file (`by_file`), and of
-the plain baseline of `bench/eval/baseline.py`
+three modes (hybrid is the default) one hit per file as it serves them, and as hybrid a hit per
+chunk (`by_file=False`), and of the plain baseline of `bench/eval/baseline.py`
 (fixed line windows of the same files; BM25, vectors, and the two fused by unweighted RRF),
 built over the question's library alone. Scored per score.py: NDCG@10 of the target files
 (primary and secondary, gain 1 each, a file counted at its first hit), Hit@1, Hit@5 and MRR of
@@ -42,12 +42,12 @@ from bench.eval.files.product import Project, indexed_files, local_embedder, sea
 from bench.eval.files.questions import Question
 from bench.eval.files.score import K, QueryScore, Summary, rank_files, score
 
-# Each code-rag system: its mode, and whether it asks for one hit per file (`by_file`).
+# Each code-rag system: its mode, and whether it asks for one hit per file (the default).
 CODE_RAG = {
-    "code-rag hybrid": ("hybrid", False),
-    "code-rag hybrid, by file": ("hybrid", True),
-    "code-rag keyword": ("keyword", False),
-    "code-rag vector": ("vector", False),
+    "code-rag hybrid": ("hybrid", True),
+    "code-rag hybrid, by chunk": ("hybrid", False),
+    "code-rag keyword": ("keyword", True),
+    "code-rag vector": ("vector", True),
 }
 PLAIN = {"plain hybrid (RRF)": "hybrid", "plain BM25": "keyword", "plain vector": "vector"}
 SYSTEMS = (*CODE_RAG, *PLAIN)
