@@ -56,6 +56,10 @@ class ProjectStatus:
     embedding: dict[str, Any] | None = None
     chunker_version: int | None = None
     stale_chunker: bool = False
+    # Written without their vectors, which follow in the background (`sweep.vectors`):
+    # keyword, symbol and exact-text search see them, the vector side not yet.
+    vectors_pending: int = 0
+    vectors_ready: float = 1.0  # the share of the index's vectors that are in
     extra: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
@@ -116,6 +120,7 @@ def project_status(conn: Conn, project: Project) -> ProjectStatus:
     )
     meta = store.all_meta(conn, schema)
     chunker_version = meta.get("chunker_version")
+    pending = store.pending_counts(conn, schema, of_all=True)
     return ProjectStatus(
         project=project.name,
         indexed=True,
@@ -130,4 +135,6 @@ def project_status(conn: Conn, project: Project) -> ProjectStatus:
         embedding=meta.get("embedding"),
         chunker_version=chunker_version,
         stale_chunker=chunker_version is not None and chunker_version != CHUNKER_VERSION,
+        vectors_pending=pending.total,
+        vectors_ready=pending.ready_share,
     )

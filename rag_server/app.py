@@ -242,6 +242,7 @@ def create_app(
                 watchers.start()
             if scheduler is not None:
                 await anyio.to_thread.run_sync(scheduler.start)
+                await anyio.to_thread.run_sync(service.queue_pending_vectors)
             yield
         finally:
             if watchers is not None:

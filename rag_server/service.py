@@ -4,13 +4,16 @@ One `Service` serves every project of the configuration. Sweeps are blocking wor
 on the event loop: the scheduler's threads and a small pool of our own run them. At most one
 sweep per project runs in this process (`sweep` refuses a second with `SweepRunning`); the
 advisory lock inside `sweep_project` extends that guarantee to other processes such as
-`./bld scan`. What a sweep did is remembered per project (`last_run`) for `status`.
+`./bld scan`. What a sweep did is remembered per project (`last_run`) for `status`. A sweep of
+many files writes rows first; their vectors follow in the background (`vectors.VectorWorker`,
+queued after every sweep and, at startup, for the projects with vectors pending).
 """
 
 from __future__ import annotations
 
 import logging
 import threading
+import time
 import uuid
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
@@ -19,7 +22,7 @@ from datetime import datetime
 from typing import Any
 
 from indexer.clock import iso, now
-from indexer.db import Database, Schema, store
+from indexer.db import Database, PendingCounts, Schema, store
 from indexer.embed import Embedder
 from indexer.errors import ProjectNotFound, RagError, SweepRunning
 from indexer.project import Project
@@ -27,10 +30,13 @@ from indexer.search import QueryVectorCache, TermStatsCache
 from indexer.status import ProjectStatus, project_status
 from indexer.sweep import sweep_project
 from rag_server.config import Settings, select_projects, sweep_options
+from rag_server.vectors import VectorWorker
 
 log = logging.getLogger("code_rag.service")
 
 BACKGROUND_SWEEPS = 2
+# How long a project's count of pending vectors is reused by searches (seconds).
+PENDING_TTL_S = 2.0
 # The status of a project whose file events are not followed (watching off in the settings).
 WATCH_OFF: dict[str, Any] = {
     "watching": False,
@@ -107,6 +113,9 @@ class Service:
         self._active: dict[str, ActiveRun] = {}
         self._last: dict[str, RunOutcome] = {}
         self._pool = ThreadPoolExecutor(BACKGROUND_SWEEPS, thread_name_prefix="code-rag-sweep")
+        # The vectors a sweep left pending, embedded in a thread of their own.
+        self.vectors = VectorWorker(database, embedder, self.project)
+        self._pending: dict[str, tuple[float, PendingCounts]] = {}
         # Set by the scheduler when it runs: the next scheduled sweep of a project.
         self.next_sweep_at: Callable[[str], datetime | None] = lambda _name: None
         # Set by the file watchers when they run: what they say of a project.
@@ -186,6 +195,7 @@ class Service:
                 progress=progress,
             )
             report = result.to_dict()
+            self.vectors.queue(name)
         except SweepRunning as exc:
             outcome, message = "skipped", exc.message
         except RagError as exc:
@@ -240,6 +250,42 @@ class Service:
 
     # --- reading ------------------------------------------------------------------------------
 
+    def pending_vectors(self, name: str) -> PendingCounts:
+        """How many of the project's vectors are pending (with the totals when some are),
+        read at most once every PENDING_TTL_S per project: searches ask on every call."""
+        at = time.monotonic()
+        with self._lock:
+            cached = self._pending.get(name)
+        if cached is not None and at - cached[0] < PENDING_TTL_S:
+            return cached[1]
+        with self.db.reading(f"reading the index of {name}") as conn:
+            schema = Schema(name)
+            found = (
+                store.pending_counts(conn, schema, of_all=True)
+                if store.project_exists(conn, schema)
+                else PendingCounts()
+            )
+        with self._lock:
+            self._pending[name] = (at, found)
+        return found
+
+    def queue_pending_vectors(self) -> None:
+        """Queue every project whose index has vectors pending (a previous process stopped
+        before they were all in)."""
+        for name in self.projects:
+            try:
+                with self.db.reading(f"reading the index of {name}") as conn:
+                    schema = Schema(name)
+                    if not store.project_exists(conn, schema):
+                        continue
+                    pending = store.pending_counts(conn, schema).total
+            except RagError as exc:
+                log.warning("cannot tell whether %s has vectors pending: %s", name, exc.message)
+                continue
+            if pending:
+                log.info("%s: %d vectors pending; embedding them in the background", name, pending)
+                self.vectors.queue(name)
+
     def never_swept(self, name: str) -> bool:
         """True when the project has no schema yet or no finished sweep."""
         with self.db.reading(f"reading the index of {name}") as conn:
@@ -270,9 +316,12 @@ class Service:
             sweep_interval_minutes=self.settings.indexer.sweep_interval_minutes,
         )
         data.update(self.watch_state(name) or WATCH_OFF)
+        data.update(self.vectors.state(name))
         return data
 
     def close(self) -> None:
         """Drop queued sweeps; a running one is not waited for (it stops at its next database
-        call once the pool closes, and its lock goes with its connection)."""
+        call once the pool closes, and its lock goes with its connection); the vectors in
+        flight are written, the rest stays pending for the next start."""
         self._pool.shutdown(wait=False, cancel_futures=True)
+        self.vectors.close()

@@ -44,6 +44,7 @@ from indexer.embed import Embedder, make_embedder  # noqa: E402
 from indexer.errors import DatabaseError  # noqa: E402
 from indexer.project import Project, Root  # noqa: E402
 from indexer.sweep import SweepOptions, sweep_project  # noqa: E402
+from indexer.sweep.vectors import embed_pending  # noqa: E402
 
 pytest_plugins = ["server_fixtures"]
 
@@ -257,7 +258,7 @@ def test_database_stopped_in_the_middle_of_a_sweep_leaves_nothing_half_written(
     base = Path(tempfile.mkdtemp(prefix="code-rag-faults-sweep-"))
     _tree(base / "tree", 24)
     project = Project(unique_name("sweepdb"), (Root((base / "tree").resolve(), "tree"),))
-    options = SweepOptions(files_per_commit=4)
+    options = SweepOptions(files_per_commit=4, defer_vectors=False)  # it stops at an embedding
     embedder = make_embedder("ollama", "nomic-embed-text:v1.5", ollama_standin.url)
     db = own_pg.database
     try:
@@ -300,6 +301,45 @@ def test_database_stopped_in_the_middle_of_a_sweep_leaves_nothing_half_written(
         with db.connection() as conn:
             if store.project_exists(conn, Schema(project.name)):
                 store.drop_project(conn, Schema(project.name))
+            conn.commit()
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def test_database_stopped_while_vectors_follow_the_rows_keeps_whole_batches(
+    own_pg: OwnPostgres, ollama_standin: OllamaStandin
+) -> None:
+    base = Path(tempfile.mkdtemp(prefix="code-rag-faults-vectors-"))
+    _tree(base / "tree", 24)
+    project = Project(unique_name("vectorsdb"), (Root((base / "tree").resolve(), "tree"),))
+    embedder = make_embedder("ollama", "nomic-embed-text:v1.5", ollama_standin.url)
+    db = own_pg.database
+    schema = Schema(project.name)
+
+    def with_vectors() -> int | None:
+        try:
+            with db.connection() as conn:
+                pending = store.pending_counts(conn, schema, of_all=True)
+                return pending.all_chunks - pending.chunks + 1  # 1 + chunks with vectors
+        except (psycopg.OperationalError, DatabaseError):
+            return None  # the pool is still reconnecting
+
+    try:
+        sweep_project(db, project, embedder, SweepOptions(defer_vectors=True))
+        dying = StopAfter(embedder, at=2, pg=own_pg)  # the first batch of 8 is written
+        try:
+            report = embed_pending(db, project, dying, batch=8)
+        finally:
+            own_pg.start()
+        assert report.outcome == "failed"
+        assert report.error and "PostgreSQL" in report.error
+        done = wait_for(with_vectors, timeout=60, what="the database to answer again") - 1
+        assert done == 8  # whole batches only: the second never went in
+        again = embed_pending(db, project, embedder)
+        assert again.outcome == "ok" and again.written == 16 and again.pending == 0
+    finally:
+        with db.connection() as conn:
+            if store.project_exists(conn, schema):
+                store.drop_project(conn, schema)
             conn.commit()
         shutil.rmtree(base, ignore_errors=True)
 

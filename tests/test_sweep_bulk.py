@@ -105,11 +105,18 @@ def test_the_bulk_load_writes_exactly_the_rows_of_the_per_file_path(
     bulk = Project(f"{project_name}_bulk", (Root(corpus, "corpus"),))
     options = SweepOptions(files_per_commit=4)
     try:
+        # Both embed as they write: the rows-first way is compared in test_vectors_later.
         old = sweep_project(
-            database, per_file, embedder, SweepOptions(files_per_commit=4, bulk_load=False)
+            database,
+            per_file,
+            embedder,
+            SweepOptions(files_per_commit=4, bulk_load=False, defer_vectors=False),
         )
         new = sweep_project(
-            database, bulk, embedder, SweepOptions(files_per_commit=4, prepare_workers=2)
+            database,
+            bulk,
+            embedder,
+            SweepOptions(files_per_commit=4, prepare_workers=2, defer_vectors=False),
         )
         assert "copy" in new.seconds and "copy" not in old.seconds  # each took its own path
         for report in (old, new):

@@ -23,7 +23,7 @@ from server_fixtures import Served, make_project, serve, standin_embedder, uniqu
 from indexer.db import Database
 from indexer.project import Project, Root
 from indexer.search import search_code
-from indexer.sweep import sweep_project
+from indexer.sweep import SweepOptions, sweep_project
 
 __all__ = ["ollama_standin"]
 
@@ -57,7 +57,8 @@ def status_of(served: Served, project: Project) -> dict[str, Any]:
 def watched(
     base: Path, database: Database, standin: OllamaStandin, project: Project
 ) -> Iterator[Served]:
-    sweep_project(database, project, standin_embedder(standin))
+    # A whole first index, vectors included (the server here runs no background work).
+    sweep_project(database, project, standin_embedder(standin), SweepOptions(defer_vectors=False))
     for served in serve(base, {project.name: project}, standin, database, watch=True):
         served.standin = standin
         yield served
@@ -205,10 +206,14 @@ def test_a_checkout_converges_to_a_full_sweep_embedding_only_new_content(
                 and chunks_holding(database, project.name, "branch_main_") == 0
                 and status["pending_changes"] == 0
                 and not status["sweep_running"]
+                and status["vectors_pending"] == 0
+                and not status["vectors_running"]
+                and not status["vectors_queued"]
             )
 
         until(converged, timeout=120, what="the checkout to be indexed")
-        # Only the 500 chunks whose content is new were embedded (keep.py: from the cache).
+        # Only the 500 chunks whose content is new were embedded (keep.py: from the cache),
+        # whichever way they went in (file events as they come, a sweep's rows first).
         assert ollama_standin.embedded_inputs == 500
         # The rows are exactly those a full sweep of the same tree produces.
         reference = Project(project_name, project.roots)

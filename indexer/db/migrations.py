@@ -234,6 +234,18 @@ M007_DEFINITION_VECTORS = [
     """,
 ]
 
+# A sweep may write a file's rows before their vectors (`indexer.sweep.vectors`: keyword,
+# symbol and exact-text search work at once; the vectors follow in the background). What is
+# pending is read from these partial indexes: empty once every vector is in, so they cost
+# nothing then, and the background phase finds its next batch and counts what is left by them.
+M008_PENDING_VECTORS = [
+    "CREATE INDEX rag_chunk_pending ON {schema}.rag_chunk (id) WHERE embedding IS NULL",
+    """
+    CREATE INDEX rag_symbol_pending ON {schema}.rag_symbol (id)
+     WHERE embedding IS NULL AND content_sha256 IS NOT NULL
+    """,
+]
+
 # (name, statements): applied in order, each once, each in the transaction that records it.
 MIGRATIONS: list[tuple[str, list[str]]] = [
     ("m001_initial", M001_INITIAL),
@@ -243,4 +255,5 @@ MIGRATIONS: list[tuple[str, list[str]]] = [
     ("m005_ascii_spelling", M005_ASCII_SPELLING),
     ("m006_search_layout", M006_SEARCH_LAYOUT),
     ("m007_definition_vectors", M007_DEFINITION_VECTORS),
+    ("m008_pending_vectors", M008_PENDING_VECTORS),
 ]

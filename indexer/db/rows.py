@@ -199,3 +199,57 @@ class SweepRecord:
     finished_at: datetime | None
     outcome: str
     report: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class PendingChunk:
+    """A chunk written without its vector: what its embedding text is made of."""
+
+    id: int
+    content_sha256: str
+    start_line: int
+    end_line: int
+    content: str
+    symbol: str | None
+    kind: str
+    repo: str
+    path: str
+    language: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class PendingDefinition:
+    """A definition written without its own vector: its lines are read back from its file's
+    exact-text blocks."""
+
+    id: int
+    content_sha256: str
+    qualified_name: str
+    kind: str
+    start_line: int
+    end_line: int
+    file_id: int
+    repo: str
+    path: str
+    language: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class PendingCounts:
+    """How many chunks and definitions wait for their vectors, of how many in all."""
+
+    chunks: int = 0
+    definitions: int = 0
+    all_chunks: int = 0
+    all_definitions: int = 0  # those that get a vector of their own
+
+    @property
+    def total(self) -> int:
+        return self.chunks + self.definitions
+
+    @property
+    def ready_share(self) -> float:
+        """The share of the index's vectors that are in (1.0 when nothing is pending; the
+        totals are needed otherwise)."""
+        every = self.all_chunks + self.all_definitions
+        return 1.0 if not self.total or not every else round(1.0 - self.total / every, 4)

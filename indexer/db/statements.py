@@ -251,6 +251,54 @@ SELECT repo, path, error, error_at
 
 # Session-level advisory locks, one per project, held on a dedicated connection for the whole
 # sweep: a killed process drops its connection and with it the lock.
+# The vectors that follow a sweep's rows (`indexer.sweep.vectors`) are written by one process
+# per project at a time: a lock of their own, so that a sweep can run meanwhile.
+TRY_VECTORS_LOCK = "SELECT pg_try_advisory_lock(hashtext('code-rag:vectors'), hashtext(%(name)s))"
+VECTORS_UNLOCK = "SELECT pg_advisory_unlock(hashtext('code-rag:vectors'), hashtext(%(name)s))"
+# The chunks and definitions written without their vectors, oldest first, of files that did
+# not fail (a file whose inputs the embedder refused waits for the next sweep to read it again).
+PENDING_CHUNKS = """
+SELECT c.id, c.content_sha256, c.start_line, c.end_line, c.content, c.symbol, c.kind,
+       f.repo, f.path, f.language
+  FROM {schema}.rag_chunk c
+  JOIN {schema}.rag_file f ON f.id = c.file_id
+ WHERE c.embedding IS NULL AND f.error IS NULL
+ ORDER BY c.id
+ LIMIT %(limit)s
+"""
+PENDING_DEFINITIONS = """
+SELECT s.id, s.content_sha256, s.qualified_name, s.kind, s.start_line, s.end_line, s.file_id,
+       f.repo, f.path, f.language
+  FROM {schema}.rag_symbol s
+  JOIN {schema}.rag_file f ON f.id = s.file_id
+ WHERE s.embedding IS NULL AND s.content_sha256 IS NOT NULL AND f.error IS NULL
+ ORDER BY s.id
+ LIMIT %(limit)s
+"""
+TEXT_BLOCKS_OF = """
+SELECT file_id, start_line, content FROM {schema}.rag_text_block
+ WHERE file_id = ANY(%(ids)s)
+ ORDER BY file_id, start_line
+"""
+PENDING_COUNTS = """
+SELECT (SELECT count(*) FROM {schema}.rag_chunk c JOIN {schema}.rag_file f ON f.id = c.file_id
+         WHERE c.embedding IS NULL AND f.error IS NULL),
+       (SELECT count(*) FROM {schema}.rag_symbol s JOIN {schema}.rag_file f ON f.id = s.file_id
+         WHERE s.embedding IS NULL AND s.content_sha256 IS NOT NULL AND f.error IS NULL)
+"""
+VECTOR_COUNTS = """
+SELECT (SELECT count(*) FROM {schema}.rag_chunk),
+       (SELECT count(*) FROM {schema}.rag_symbol WHERE content_sha256 IS NOT NULL)
+"""
+# A vector goes in only where the row still holds the text it was made from, and has none yet.
+SET_CHUNK_VECTOR = """
+UPDATE {schema}.rag_chunk SET embedding = %(embedding)s
+ WHERE id = %(id)s AND content_sha256 = %(hash)s AND embedding IS NULL
+"""
+SET_DEFINITION_VECTOR = """
+UPDATE {schema}.rag_symbol SET embedding = %(embedding)s
+ WHERE id = %(id)s AND content_sha256 = %(hash)s AND embedding IS NULL
+"""
 TRY_SWEEP_LOCK = "SELECT pg_try_advisory_lock(hashtext('code-rag:sweep'), hashtext(%(name)s))"
 SWEEP_LOCK = "SELECT pg_advisory_lock(hashtext('code-rag:sweep'), hashtext(%(name)s))"
 SWEEP_UNLOCK = "SELECT pg_advisory_unlock(hashtext('code-rag:sweep'), hashtext(%(name)s))"

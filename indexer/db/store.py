@@ -24,6 +24,9 @@ from indexer.db.rows import (
     FileFailure,
     FileRecord,
     FileState,
+    PendingChunk,
+    PendingCounts,
+    PendingDefinition,
     ProjectSummary,
     RepoCounts,
     SweepRecord,
@@ -385,6 +388,75 @@ def cached_embeddings(conn: Conn, schema: Schema, hashes: Sequence[str]) -> dict
         return {}
     rows = conn.execute(schema.sql(statements.CACHED_EMBEDDINGS), {"hashes": list(hashes)})
     return {row[0]: row[1] for row in rows}
+
+
+# --- vectors that follow the rows -----------------------------------------------------------
+
+
+def pending_counts(conn: Conn, schema: Schema, *, of_all: bool = False) -> PendingCounts:
+    """How many chunks and definitions of the project wait for their vectors (read from
+    partial indexes: next to nothing once none waits), a failed file's left out (they wait
+    for the next sweep); with `of_all`, and when some wait, of how many in all (counting
+    those costs a scan)."""
+    row = conn.execute(schema.sql(statements.PENDING_COUNTS)).fetchone()
+    chunks, definitions = (int(n) for n in row) if row else (0, 0)
+    if not (of_all and chunks + definitions):
+        return PendingCounts(chunks, definitions)
+    every = conn.execute(schema.sql(statements.VECTOR_COUNTS)).fetchone()
+    assert every is not None
+    return PendingCounts(chunks, definitions, int(every[0]), int(every[1]))
+
+
+def pending_chunks(conn: Conn, schema: Schema, limit: int) -> list[PendingChunk]:
+    """The oldest chunks without their vectors (of files that did not fail), at most `limit`."""
+    return typed_rows(conn, PendingChunk, schema.sql(statements.PENDING_CHUNKS), {"limit": limit})
+
+
+def pending_definitions(conn: Conn, schema: Schema, limit: int) -> list[PendingDefinition]:
+    """The oldest definitions without their own vectors (of files that did not fail)."""
+    return typed_rows(
+        conn, PendingDefinition, schema.sql(statements.PENDING_DEFINITIONS), {"limit": limit}
+    )
+
+
+def file_lines(conn: Conn, schema: Schema, file_ids: Sequence[int]) -> dict[int, list[str]]:
+    """The lines of each of the files `file_ids` as the index keeps them (its exact-text
+    blocks, in order): line N of a file is item N - 1."""
+    lines: dict[int, list[str]] = {}
+    rows = conn.execute(schema.sql(statements.TEXT_BLOCKS_OF), {"ids": list(file_ids)})
+    for file_id, _, content in rows:
+        lines.setdefault(file_id, []).extend(content.split("\n"))
+    return lines
+
+
+def set_vectors(
+    conn: Conn,
+    schema: Schema,
+    chunks: Sequence[tuple[int, str, Any]],
+    definitions: Sequence[tuple[int, str, Any]] = (),
+) -> None:
+    """Write (id, content hash, vector) of chunks and definitions that wait for theirs; a row
+    whose text changed meanwhile (another hash), or that was removed, is left alone."""
+    with conn.transaction(), conn.cursor() as cur:
+        for statement, rows in (
+            (statements.SET_CHUNK_VECTOR, chunks),
+            (statements.SET_DEFINITION_VECTOR, definitions),
+        ):
+            if rows:
+                cur.executemany(
+                    schema.sql(statement),
+                    [{"id": i, "hash": h, "embedding": v} for i, h, v in rows],
+                )
+
+
+def try_vectors_lock(conn: Conn, schema: Schema) -> bool:
+    """Take the lock of the project's pending vectors on `conn` (autocommit, kept meanwhile)."""
+    row = conn.execute(statements.TRY_VECTORS_LOCK, {"name": schema.name}).fetchone()
+    return bool(row and row[0])
+
+
+def release_vectors_lock(conn: Conn, schema: Schema) -> None:
+    conn.execute(statements.VECTORS_UNLOCK, {"name": schema.name})
 
 
 def touch_file(conn: Conn, schema: Schema, file_id: int, size: int, mtime_ns: int) -> None:

@@ -54,6 +54,7 @@ class SweepReport:
     chunks_embedded: int = 0
     definitions_embedded: int = 0  # definitions no chunk speaks for, embedded alone
     cache_hits: int = 0
+    vectors_deferred: int = 0  # texts written without their vectors, embedded afterwards
     embed_requests: int = 0
     embed_retries: int = 0
     embed_truncated: int = 0

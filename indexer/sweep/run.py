@@ -57,6 +57,10 @@ BULK_LOAD_FILES = 200
 BUILD_BYTES_PER_ROW = 1024
 BUILD_MEMORY_MIN_MB = 256
 BUILD_MEMORY_MAX_MB = 4096
+# A sweep with at least this many files to read writes their rows first and leaves their
+# vectors to `vectors.embed_pending`: keyword, symbol and exact-text search answer at once.
+# Fewer (a scheduled sweep finding a few edits, file events) are embedded as they are written.
+DEFER_VECTORS_FILES = 20
 # After writing this many chunks the planner's term statistics are refreshed (keyword ranking).
 ANALYZE_AFTER_CHUNKS = 1000
 
@@ -71,6 +75,9 @@ class SweepOptions:
     bulk_load: bool = True
     # Worker processes that parse files; None: one per free core when that pays, 0: none.
     prepare_workers: int | None = None
+    # True: rows first, vectors afterwards (`vectors.embed_pending`); False: embedded as they
+    # are written; None: first when at least DEFER_VECTORS_FILES files are to be read.
+    defer_vectors: bool | None = None
 
 
 _DONE = object()
@@ -162,6 +169,8 @@ class _Sweep:
             store.drop_bulk_indexes(self.conn, self.schema, secondary=self.options.bulk_load)
             self.conn.commit()
         self.writer.bulk_load = bulk and self.options.bulk_load
+        defer = self.options.defer_vectors
+        self.writer.defer = len(todo) >= DEFER_VECTORS_FILES if defer is None else defer
         report.add_time("compare", time.perf_counter() - t)
         self._progress("walk", 0, len(todo))
 

@@ -6,7 +6,8 @@ whose inputs the embedder refused, or whose rows the database refused, fails alo
 with its reason (its previous rows kept), retried next sweep. An unexpected embedder failure on
 a batch is retried file by file, so one input the embedder cannot take costs its own file only.
 In a bulk load the batch's new files go in with one COPY per table (`bulk.load_files`); if the
-database refuses it, they go file by file.
+database refuses it, they go file by file. With `defer`, nothing is embedded: rows whose
+vectors are not stored yet go in without them, and `vectors.embed_pending` adds them.
 """
 
 from __future__ import annotations
@@ -48,12 +49,14 @@ class Writer:
         embedder: Embedder,
         report: SweepReport,
         bulk_load: bool = False,
+        defer: bool = False,
     ) -> None:
         self.conn = conn
         self.schema = schema
         self.embedder = embedder
         self.report = report
         self.bulk_load = bulk_load  # new files go in with COPY
+        self.defer = defer  # rows first, their vectors later (`vectors.embed_pending`)
 
     def embed_and_write(self, batch: Batch) -> None:
         report = self.report
@@ -71,7 +74,9 @@ class Writer:
                         label += f" {chunk.symbol}"
                     wanted[h] = Wanted(embedding_text(chunk, f.candidate.path), label, definition)
         refused: dict[str, str] = {}
-        if wanted:
+        if wanted and self.defer:
+            report.vectors_deferred += len(wanted)
+        elif wanted:
             t = time.perf_counter()
             try:
                 self._embed(list(wanted), wanted, vectors, refused)
@@ -212,12 +217,12 @@ class Writer:
 
     @staticmethod
     def _rows(f: Prepared, vectors: dict[str, Any]) -> list[store.ChunkRow]:
-        return [replace(row, embedding=vectors[row.content_sha256]) for row in f.rows]
+        return [replace(row, embedding=vectors.get(row.content_sha256)) for row in f.rows]
 
     @staticmethod
     def _symbols(f: Prepared, vectors: dict[str, Any]) -> list[store.SymbolRow]:
         return [
-            replace(s, embedding=vectors[s.content_sha256]) if s.content_sha256 else s
+            replace(s, embedding=vectors.get(s.content_sha256)) if s.content_sha256 else s
             for s in f.symbols
         ]
 

@@ -9,12 +9,20 @@ from typing import Annotated, Any
 import typer
 
 from indexer.db import Database
+from indexer.errors import RagError
 from indexer.project import Project
 from indexer.status import project_status
 from indexer.sweep import sweep_project, walk_project
+from indexer.sweep.vectors import embed_pending
 from rag_server.cli.admin_client import admin_call
 from rag_server.cli.common import ConfigOption, open_database, settings_from, user_errors
-from rag_server.cli.render import SweepPrinter, describe_report, format_status
+from rag_server.cli.render import (
+    SweepPrinter,
+    VectorPrinter,
+    describe_report,
+    describe_vectors,
+    format_status,
+)
 from rag_server.config import Settings, make_settings_embedder, select_projects, sweep_options
 from rag_server.reconcile import reconcile
 
@@ -83,6 +91,16 @@ def _sweep(db: Database, settings: Settings, projects: list[Project], full: bool
             for failure in report.failures[:20]:
                 typer.echo(f"  failed: {failure['repo']}/{failure['path']}: {failure['reason']}")
             failed = failed or bool(report.files_failed)
+            printer = VectorPrinter()
+            vectors = embed_pending(db, project, embedder, progress=printer)
+            printer.done()
+            if vectors.written or vectors.outcome != "ok":
+                typer.echo(describe_vectors(vectors))
+            for failure in vectors.failures[:20]:
+                typer.echo(f"  failed: {failure['repo']}/{failure['path']}: {failure['reason']}")
+            failed = failed or bool(vectors.files_failed)
+            if vectors.outcome == "failed":
+                raise RagError(f"{project.name}: {vectors.error}")
     finally:
         embedder.close()
     return failed

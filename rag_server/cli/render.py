@@ -11,6 +11,7 @@ import time
 from typing import Any, TextIO
 
 from indexer.sweep import SweepProgress, SweepReport
+from indexer.sweep.vectors import VectorProgress, VectorReport
 
 PLAIN_EVERY_SECONDS = 5.0
 
@@ -57,6 +58,54 @@ class SweepPrinter:
             self.width = 0
 
 
+class VectorPrinter(SweepPrinter):
+    """Progress of the vectors a sweep left pending: done, left, rate, time left."""
+
+    def __call__(self, p: VectorProgress) -> None:  # type: ignore[override]
+        eta = p.eta_seconds
+        left = "" if eta is None else f", about {_duration(eta)} left"
+        text = (
+            f"{p.project}: vectors {p.done:,} in, {p.pending:,} pending, "
+            f"{p.per_second:,.1f}/s{left}"
+        )
+        now = time.monotonic()
+        if self.tty:
+            self._line(text)
+        elif now - self.last_plain >= PLAIN_EVERY_SECONDS or not p.pending:
+            self.last_plain = now
+            self._line(text, final=True)
+
+    def done(self) -> None:
+        self._clear()
+
+
+def _duration(seconds: float) -> str:
+    seconds = round(seconds)
+    if seconds < 90:
+        return f"{seconds} s"
+    if seconds < 90 * 60:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
+def describe_vectors(report: VectorReport) -> str:
+    """One line for a finished run of the vectors a sweep left pending."""
+    what = {
+        "ok": "done",
+        "partial": "done, some files failed",
+        "stopped": "stopped",
+        "busy": "another process is embedding them",
+        "failed": "failed",
+    }.get(report.outcome, report.outcome)
+    line = (
+        f"{report.project}: vectors {what} — {report.chunks_embedded:,} chunks and "
+        f"{report.definitions_embedded:,} definitions embedded, {report.reused:,} reused, "
+        f"{report.files_failed:,} files failed, {report.pending:,} pending, "
+        f"in {report.seconds:.1f} s"
+    )
+    return line + (f"\n  error: {report.error}" if report.error else "")
+
+
 def describe_report(report: SweepReport) -> str:
     """One line for a finished sweep."""
     total = report.seconds.get("total", 0.0)
@@ -73,8 +122,13 @@ def describe_report(report: SweepReport) -> str:
         f"{report.files_deleted:,} deleted, {report.files_failed:,} failed, "
         f"{skipped:,} skipped; {report.chunks_written:,} chunks written "
         f"({report.chunks_embedded:,} embedded, {report.cache_hits:,} vectors from cache), "
-        f"{report.definitions_embedded:,} definitions embedded alone "
-        f"in {total:.1f} s{rate}{unavailable}"
+        f"{report.definitions_embedded:,} definitions embedded alone"
+        + (
+            f", {report.vectors_deferred:,} texts left to embed after the rows"
+            if report.vectors_deferred
+            else ""
+        )
+        + f" in {total:.1f} s{rate}{unavailable}"
     )
 
 
@@ -120,6 +174,26 @@ def format_status(status: dict[str, Any]) -> list[str]:
             lines.append(f"    error: {last['error']}")
         for warning in last.get("warnings") or ():
             lines.append(f"    warning: {warning}")
+    pending = status.get("vectors_pending") or 0
+    if pending:
+        ready = status.get("vectors_ready")
+        share = f" ({ready:.0%} of the index has its vectors)" if ready is not None else ""
+        lines.append(f"  vectors pending: {pending:,}{share}")
+        if status.get("vectors_running"):
+            rate = status.get("vectors_per_second")
+            eta = status.get("vectors_eta_seconds")
+            lines.append(
+                "    being embedded now"
+                + (f", {rate:,.1f}/s" if rate else "")
+                + (f", about {_duration(eta)} left" if eta is not None else "")
+            )
+        elif "vectors_running" not in status:
+            lines.append("    the running server embeds them; ./bld scan embeds them now")
+        elif not status.get("vectors_queued"):
+            lines.append("    not being embedded now: the next sweep (or ./bld scan) goes on")
+    last_vectors = status.get("last_vectors_run")
+    if last_vectors and last_vectors.get("error"):
+        lines.append(f"  vectors: {last_vectors['error']}")
     if status.get("next_sweep_at"):
         lines.append(f"  next sweep: {_when(status['next_sweep_at'])}")
     if status.get("sweep_running"):

@@ -136,6 +136,12 @@ def up(
                 progress=SweepPrinter(),
             )
             typer.echo(describe_report(report))
+            if report.vectors_deferred:
+                typer.echo(
+                    f"{project.name}: searchable now by keyword, name and exact text; its "
+                    "vectors are embedded in the background while the server answers "
+                    "(./bld status shows how far)"
+                )
         _print_connect_lines(settings)
         _server_logging()
         serve_forever(settings, database=db, embedder=embedder)

@@ -20,6 +20,11 @@ LIST_REPOS_OUTPUT: dict[str, Any] = {
         "project": {"type": "string"},
         "indexed": {"type": "boolean"},
         "last_sweep_at": NULLABLE_STRING,
+        "vectors_pending": {
+            "type": "integer",
+            "description": "chunks and definitions still waiting for their vectors (a first "
+            "index embeds them in the background; keyword and name search see them already)",
+        },
         "repos": {
             "type": "array",
             "items": {
@@ -49,6 +54,17 @@ INDEX_STATUS_OUTPUT: dict[str, Any] = {
         "sweep_interval_minutes": {"type": "integer"},
         "current_run": {"type": ["object", "null"]},
         "last_run": {"type": ["object", "null"]},
+        "vectors_pending": {
+            "type": "integer",
+            "description": "chunks and definitions written before their vectors, still "
+            "waiting for them: search ranks them by keyword and name only until then",
+        },
+        "vectors_ready": {
+            "type": "number",
+            "description": "the share of the index's vectors that are in",
+        },
+        "vectors_running": {"type": "boolean"},
+        "vectors_eta_seconds": {"type": ["integer", "null"]},
     },
     "required": ["project", "indexed", "sweep_running", "next_sweep_at"],
 }
@@ -62,6 +78,7 @@ def list_repos_handler(
         "project": project.name,
         "indexed": status.indexed,
         "last_sweep_at": status.last_sweep_at,
+        "vectors_pending": status.vectors_pending,
         "repos": [
             {
                 "repo": r.repo,
@@ -97,7 +114,8 @@ INDEX_STATUS = ToolSpec(
     "index_status",
     "Index status",
     "Report the index of this project: files and chunks, the last and next sweep, "
-    "whether a sweep runs now, files that failed and why, and the embedding model. "
+    "whether a sweep runs now, files that failed and why, the embedding model, and the "
+    "vectors still being embedded after a first sweep (how many, how fast, time left). "
     "Check it when search_code finds nothing you expected.",
     NO_INPUT,
     INDEX_STATUS_OUTPUT,

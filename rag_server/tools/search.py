@@ -117,6 +117,12 @@ SEARCH_OUTPUT: dict[str, Any] = {
         "hits": {"type": "array", "items": HIT_SCHEMA},
         "truncated": {"type": "boolean"},
         "note": {"type": "string"},
+        "vectors_ready": {
+            "type": "number",
+            "description": "present while a first index is being embedded: the share of the "
+            "index's chunks and definitions that have their vectors (keyword and exact-name "
+            "matches already cover every file)",
+        },
     },
     "required": ["query", "hits", "truncated"],
 }
@@ -197,11 +203,23 @@ def search_handler(service: Service, project: Project, args: Mapping[str, Any]) 
         by_file=bool(args.get("by_file", True)),
     )
     result = bound_hits(query.strip(), [_finite(hit.to_dict()) for hit in hits])
+    notes = [result["note"]] if "note" in result else []
     if not hits:
-        result["note"] = (
+        notes.append(
             "No hits. Try other words or identifiers, drop filters, or check index_status "
             "(a first sweep may still be running)."
         )
+    pending = service.pending_vectors(project.name)
+    if pending.total:
+        result["vectors_ready"] = pending.ready_share
+        notes.append(
+            f"{pending.total:,} chunks and definitions ({1 - pending.ready_share:.0%} of the "
+            "index) are still waiting for their vectors while a first index is embedded: "
+            "keyword and exact-name matches cover every file, ranking by meaning only the "
+            "part embedded so far. index_status shows the progress."
+        )
+    if notes:
+        result["note"] = " ".join(notes)
     return result
 
 

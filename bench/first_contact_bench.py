@@ -1,0 +1,229 @@
+"""First contact: how soon a new project answers, and what its whole first index costs.
+
+Corpus: an installed package of real code with more than 1,000 files (scipy by default),
+one project, a fresh schema each run, the bundled local model.
+
+Part 1, rows first. A first sweep writes every file's rows before any vector (the default for
+a sweep of many files). While it runs, a second thread asks, every quarter second, for three
+identifiers defined in files early, midway and late in the walk: `find_symbol` (exact),
+`grep` (the name as a literal) and `search_code` (the name as the query, hybrid, the real
+model embedding it); for each, the first time its answer names the right file, counted from
+the sweep's start. Then the same tree swept with a zero-cost embedder (vectors at once, the
+sweep's own work alone): the rows-first phase against it (target <= 1.2 x).
+
+Part 2, the whole first index. On a subset (`--model-files`), the bare model embedding every
+distinct text a sweep embeds (chunks and the definitions no chunk speaks for, each text once),
+against a rows-first sweep followed by `embed_pending` (target <= 1.1 x).
+
+    .venv/bin/python -m bench.first_contact_bench                 # both parts
+    .venv/bin/python -m bench.first_contact_bench --part 1 --runs 3
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from bench import machine
+from bench.sweep_bench import ZeroCostEmbedder, fresh, project
+from chunkers import chunk_file, embedding_text, lone_definitions
+from indexer.db import Database
+from indexer.embed import Embedder, make_embedder
+from indexer.project import Project, Root
+from indexer.search import find_symbol, grep, search_code
+from indexer.sweep import SweepOptions, sweep_project, walk_project
+from indexer.sweep.prepare import content_hash
+from indexer.sweep.vectors import embed_pending
+
+PACKAGE = "scipy"
+PROBE_EVERY_S = 0.25
+ROWS_FIRST = SweepOptions(defer_vectors=True)
+INLINE = SweepOptions(defer_vectors=False)
+
+
+def targets(proj: Project, count: int = 3) -> list[tuple[str, str]]:
+    """(identifier, path) of `count` top-level functions or classes whose name is defined
+    once in the project, in files spread over the walk (first, middle, last)."""
+    files = walk_project(proj).files
+    defined: dict[str, list[str]] = {}
+    per_file: list[list[str]] = []
+    for cand in files:
+        names = []
+        if cand.path.endswith(".py"):
+            result = chunk_file(cand.path, cand.absolute.read_bytes())
+            names = [s.name for s in result.symbols if s.parent is None and len(s.name) >= 8]
+        for name in names:
+            defined.setdefault(name, []).append(cand.path)
+        per_file.append(names)
+    chosen: list[tuple[str, str]] = []
+    for k in range(count):
+        start = (len(files) - 1) * k // max(count - 1, 1)
+        order = range(start, -1, -1) if k == count - 1 else range(start, len(files))
+        for i in order:
+            unique = [n for n in per_file[i] if len(defined[n]) == 1]
+            if unique:
+                chosen.append((unique[0], files[i].path))
+                break
+    return chosen
+
+
+class Probe:
+    """Asks each tool for each target until it answers with the right file; keeps when."""
+
+    def __init__(
+        self, db: Database, proj: Project, embedder: Embedder, wanted: Sequence[tuple[str, str]]
+    ) -> None:
+        self.asks: dict[str, Callable[[str], list[str]]] = {
+            "find_symbol": lambda n: [s.path for s in find_symbol(db, proj, n).symbols],
+            "grep": lambda n: [m.path for m in grep(db, proj, n).matches],
+            "search_code": lambda n: [h.path for h in search_code(db, proj, embedder, n)][:1],
+        }
+        self.wanted = list(wanted)
+        self.found: dict[tuple[str, str], float] = {}
+        self.errors = 0
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def start(self, t0: float) -> Probe:
+        self.t0 = t0
+        self.thread.start()
+        return self
+
+    def _run(self) -> None:
+        while not self.stop.is_set():
+            for tool, ask in self.asks.items():
+                for name, path in self.wanted:
+                    if (tool, name) in self.found:
+                        continue
+                    try:
+                        if path in ask(name):
+                            self.found[(tool, name)] = time.perf_counter() - self.t0
+                    except Exception:  # a statement racing an index build: ask again
+                        self.errors += 1
+            if len(self.found) == len(self.asks) * len(self.wanted):
+                return
+            self.stop.wait(PROBE_EVERY_S)
+
+    def finish(self, timeout: float = 60) -> None:
+        self.thread.join(timeout)
+        self.stop.set()
+
+
+def part1(db: Database, runs: int) -> None:
+    proj = project("bench_first_contact", (PACKAGE,))
+    wanted = targets(proj)
+    model = make_embedder("local")
+    model.embed_query("warm up the model")
+    files = len(walk_project(proj).files)
+    print(f"\n## Part 1: {PACKAGE}, {files:,} files; targets (walk order): " + ", ".join(
+        f"{name} in {path}" for name, path in wanted
+    ))  # fmt: skip
+    ratios, phase1s = [], []
+    for run in range(runs):
+        fresh(db, proj.name)
+        probe = Probe(db, proj, model, wanted)
+        t0 = time.perf_counter()
+        probe.start(t0)
+        report = sweep_project(db, proj, model, ROWS_FIRST)
+        phase1 = time.perf_counter() - t0
+        probe.finish()
+        fresh(db, proj.name)
+        zero = sweep_project(db, proj, ZeroCostEmbedder(), INLINE)
+        inline = zero.seconds["total"]
+        ratios.append(phase1 / inline)
+        phase1s.append(phase1)
+        print(
+            f"run {run + 1}: rows first {phase1:.1f} s ({report.chunks_written:,} chunks, "
+            f"{report.vectors_deferred:,} texts left for later); zero-cost sweep {inline:.1f} s; "
+            f"ratio {phase1 / inline:.3f}; probe errors {probe.errors}"
+        )
+        for tool in probe.asks:
+            when = [probe.found.get((tool, name)) for name, _ in wanted]
+            shown = ", ".join("never" if w is None else f"{w:.1f} s" for w in when)
+            print(f"  {tool:<12} right file at {shown}")
+    fresh(db, proj.name)
+    print(
+        f"median rows first {statistics.median(phase1s):.1f} s; median ratio rows first / "
+        f"zero-cost sweep {statistics.median(ratios):.3f} (target <= 1.2)"
+    )
+    model.close()
+
+
+def part2(db: Database, runs: int, count: int) -> None:
+    source = walk_project(project("bench_subset", ("litestar",))).files[:count]
+    tree = Path(tempfile.mkdtemp(prefix="code-rag-bench-tree-"))
+    for cand in source:
+        target = tree / cand.repo / cand.path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(cand.absolute, target)
+    proj = Project("bench_first_index", (Root(tree, "subset"),))
+    # What a sweep embeds: each chunk and each definition no chunk speaks for, a text once
+    # (by its cache key, as the sweep keys them).
+    texts: dict[str, str] = {}
+    for cand in walk_project(proj).files:
+        result = chunk_file(cand.path, cand.absolute.read_bytes())
+        for c in [*result.chunks, *(c for _, c in lone_definitions(result))]:
+            texts.setdefault(content_hash(c), embedding_text(c, cand.path))
+    distinct = list(texts.values())
+    model = make_embedder("local")
+    model.embed_documents(distinct[:8])  # load the model outside the timings
+    print(
+        f"\n## Part 2: {model.identity.describe()}, {len(source)} files of litestar, "
+        f"{len(distinct):,} distinct texts"
+    )
+    ratios = []
+    for run in range(runs):
+        t = time.perf_counter()
+        model.embed_documents(distinct)
+        bare = time.perf_counter() - t
+        fresh(db, proj.name)
+        t = time.perf_counter()
+        sweep_project(db, proj, model, ROWS_FIRST)
+        rows = time.perf_counter() - t
+        vectors = embed_pending(db, proj, model)
+        whole = time.perf_counter() - t
+        ratios.append(whole / bare)
+        print(
+            f"run {run + 1}: bare model {bare:.1f} s ({len(distinct) / bare:.1f} texts/s); "
+            f"rows {rows:.1f} s, then vectors {vectors.seconds:.1f} s "
+            f"({vectors.chunks_embedded:,} + {vectors.definitions_embedded:,} embedded, "
+            f"{vectors.reused:,} reused); whole {whole:.1f} s; ratio {whole / bare:.3f}"
+        )
+    print(f"median ratio whole first index / bare model: {statistics.median(ratios):.3f} "
+          "(target <= 1.1)")  # fmt: skip
+    fresh(db, proj.name)
+    model.close()
+    shutil.rmtree(tree, ignore_errors=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--part", type=int, choices=(1, 2))
+    parser.add_argument("--runs", type=int, default=2)
+    parser.add_argument("--model-files", type=int, default=40, help="part 2: files embedded")
+    args = parser.parse_args()
+    print(f"machine: {machine.describe()}")
+    dsn = os.environ.get("CODE_RAG_DSN", "")
+    data = Path(tempfile.mkdtemp(prefix="code-rag-bench-"))
+    data.chmod(0o755)
+    try:
+        with Database(dsn, data) as db:
+            if args.part in (None, 1):
+                part1(db, args.runs)
+            if args.part in (None, 2):
+                part2(db, args.runs, args.model_files)
+    finally:
+        shutil.rmtree(data, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

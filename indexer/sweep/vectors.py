@@ -1,0 +1,328 @@
+"""The second phase of a sweep: the vectors of the rows it wrote without them.
+
+A sweep of many files writes each file's rows (chunks, keyword vectors, symbols, exact text)
+at the speed of parsing, leaving their vectors pending (`run.py`), so keyword, symbol and
+exact-text search answer within seconds of its start; this phase then embeds what is pending,
+a batch at a time, oldest first. What is pending is read from the database (the partial
+indexes of migration m008), never from memory: a restart, a killed process or an embedder
+outage only delays it. A vector goes in only where its row still holds the text it was made
+from, so a file changed meanwhile never gets a vector of its older text: its new rows wait
+for their own. A stored vector of the same text (another file, an earlier sweep) is reused
+without embedding, and a text pending in several places is embedded once.
+
+A chunk's embedding text is made from its row, a definition's from its lines in the file's
+exact-text blocks, exactly as the sweep would have made them (`chunkers.embedding_text`; a
+definition's content hash is checked). An input the embedder refuses fails its file the way a
+sweep does (recorded with its reason, its rows kept, read again by the next sweep); the
+embedder failing as a whole (unreachable, another model) ends the phase with the rest still
+pending. One process embeds a project's pending vectors at a time (a lock of its own, not the
+sweep's: sweeps and file events go on meanwhile).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+
+from chunkers import Chunk, embedding_text
+from chunkers.embedding import DEFINITION_CHARS
+from chunkers.pipeline import UNKNOWN_LANGUAGE
+from indexer.db import Conn, Database, Schema, store
+from indexer.db.rows import PendingChunk, PendingDefinition
+from indexer.embed import Embedder, EmbeddingModel, needs_reembed
+from indexer.errors import RagError
+from indexer.project import Project
+from indexer.sweep.prepare import content_hash
+
+log = logging.getLogger("code_rag.vectors")
+
+# Pending inputs read, embedded and written per round (one commit each).
+BATCH = 128
+
+
+@dataclass(frozen=True, slots=True)
+class VectorProgress:
+    """Handed to the progress callback after each round."""
+
+    project: str
+    done: int  # vectors written (or reused) by this run
+    pending: int  # still waiting after this round
+    elapsed: float
+
+    @property
+    def per_second(self) -> float:
+        return self.done / self.elapsed if self.elapsed > 0 else 0.0
+
+    @property
+    def eta_seconds(self) -> float | None:
+        """Seconds left at this run's rate so far (None before the first vector)."""
+        return self.pending / self.per_second if self.done else None
+
+
+VectorProgressCallback = Callable[[VectorProgress], None]
+
+
+@dataclass
+class VectorReport:
+    """What one run of the phase did."""
+
+    project: str
+    # ok: nothing left | partial: files refused | stopped: asked to | busy: another process
+    # embeds them | failed: the embedder or the database failed, the rest still pending
+    outcome: str = "ok"
+    error: str | None = None
+    chunks_embedded: int = 0
+    definitions_embedded: int = 0
+    reused: int = 0  # vectors of the same text already stored
+    files_failed: int = 0
+    failures: list[dict[str, str]] = field(default_factory=list)
+    pending: int = 0  # left when the run ended
+    seconds: float = 0.0
+
+    @property
+    def written(self) -> int:
+        return self.chunks_embedded + self.definitions_embedded + self.reused
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True, slots=True)
+class _Input:
+    """One pending row: which table, its id and hash, and how to embed it."""
+
+    definition: bool
+    id: int
+    hash: str
+    text: str
+    label: str
+    file: tuple[str, str, str | None]  # repo, path, language: what a refusal is recorded on
+
+
+def embed_pending(
+    db: Database,
+    project: Project,
+    embedder: Embedder,
+    *,
+    batch: int = BATCH,
+    progress: VectorProgressCallback | None = None,
+    stop: threading.Event | None = None,
+) -> VectorReport:
+    """Embed the project's pending chunks and definitions until none is left (or `stop` is
+    set) and return what was done. Never raises for a failure of the embedder or the
+    database: the report says it, and what was not written stays pending."""
+    report = VectorReport(project.name)
+    schema = Schema(project.name)
+    started = time.perf_counter()
+    try:
+        with db.session(f"locking the vectors of {project.name}") as lock:
+            if not store.try_vectors_lock(lock, schema):
+                report.outcome = "busy"
+                return report
+            try:
+                with db.connection(f"embedding the pending vectors of {project.name}") as conn:
+                    _Phase(conn, schema, embedder, report, batch).run(progress, stop, started)
+            finally:
+                store.release_vectors_lock(lock, schema)
+    except RagError as exc:
+        report.outcome, report.error = "failed", exc.message
+        log.warning("vectors of %s: %s", project.name, exc.message)
+    report.seconds = round(time.perf_counter() - started, 3)
+    return report
+
+
+class _Phase:
+    def __init__(
+        self, conn: Conn, schema: Schema, embedder: Embedder, report: VectorReport, batch: int
+    ) -> None:
+        self.conn = conn
+        self.schema = schema
+        self.embedder = embedder
+        self.report = report
+        self.batch = max(1, batch)
+
+    def run(
+        self,
+        progress: VectorProgressCallback | None,
+        stop: threading.Event | None,
+        started: float,
+    ) -> None:
+        if not self._same_model():
+            return
+        report = self.report
+        while True:
+            if stop is not None and stop.is_set():
+                report.outcome = "stopped"
+                break
+            inputs = self._next_inputs()
+            if not inputs:
+                break
+            self._embed_and_write(inputs)
+            if progress is not None:
+                left = store.pending_counts(self.conn, self.schema).total
+                self.conn.rollback()
+                progress(
+                    VectorProgress(
+                        self.schema.name, report.written, left, time.perf_counter() - started
+                    )
+                )
+        report.pending = store.pending_counts(self.conn, self.schema).total
+        self.conn.rollback()
+        if report.outcome == "ok" and report.files_failed:
+            report.outcome = "partial"
+
+    def _same_model(self) -> bool:
+        """Whether the index's vectors are this embedder's (a sweep with another model
+        re-embeds everything; until then nothing of this one may go in)."""
+        recorded = store.get_meta(self.conn, self.schema, "embedding")
+        self.conn.rollback()
+        if recorded is None or not needs_reembed(
+            EmbeddingModel.from_dict(recorded), self.embedder.identity
+        ):
+            return True
+        self.report.outcome = "failed"
+        self.report.error = (
+            f"the index of {self.schema.name} holds vectors of another model; "
+            "a sweep with this one re-embeds it"
+        )
+        return False
+
+    def _next_inputs(self) -> list[_Input]:
+        """The next batch of pending rows (chunks first), with their embedding texts. A
+        definition whose lines cannot be read back as the sweep read them fails its file."""
+        conn, schema = self.conn, self.schema
+        chunks = store.pending_chunks(conn, schema, self.batch)
+        definitions: list[PendingDefinition] = []
+        if len(chunks) < self.batch:
+            definitions = store.pending_definitions(conn, schema, self.batch - len(chunks))
+        lines = store.file_lines(conn, schema, sorted({d.file_id for d in definitions}))
+        conn.rollback()
+        inputs = [_chunk_input(c) for c in chunks]
+        unreadable: dict[tuple[str, str, str | None], str] = {}
+        for d in definitions:
+            made = _definition_input(d, lines.get(d.file_id, []))
+            if made is None:
+                unreadable[(d.repo, d.path, d.language)] = (
+                    f"the lines of {d.qualified_name} could not be read back from the index; "
+                    "the next sweep reads the file again"
+                )
+            else:
+                inputs.append(made)
+        for file, reason in unreadable.items():
+            self._fail(file, reason)
+        if unreadable:
+            conn.commit()
+        return [i for i in inputs if i.file not in unreadable]
+
+    def _embed_and_write(self, inputs: list[_Input]) -> None:
+        conn, schema, report = self.conn, self.schema, self.report
+        vectors: dict[str, Any] = store.cached_embeddings(
+            conn, schema, sorted({i.hash for i in inputs})
+        )
+        conn.rollback()
+        wanted: dict[str, _Input] = {}
+        for i in inputs:
+            if i.hash not in vectors:
+                wanted.setdefault(i.hash, i)
+        refused: dict[tuple[str, str, str | None], str] = {}
+        if wanted:
+            self._embed(list(wanted.values()), vectors, refused)
+        rows: dict[bool, list[tuple[int, str, Any]]] = {False: [], True: []}
+        for i in inputs:
+            if i.file in refused or i.hash not in vectors:
+                continue
+            rows[i.definition].append((i.id, i.hash, vectors[i.hash]))
+            if wanted.get(i.hash) is not i:  # stored already, or the same text pending twice
+                report.reused += 1
+        for file, reason in refused.items():
+            self._fail(file, reason)
+        store.set_vectors(conn, schema, rows[False], rows[True])
+        conn.commit()
+
+    def _embed(
+        self,
+        wanted: Sequence[_Input],
+        vectors: dict[str, Any],
+        refused: dict[tuple[str, str, str | None], str],
+    ) -> None:
+        """Embed `wanted` into `vectors`; a refused input's file into `refused`. An
+        unexpected failure of the batch is retried file by file, so one input the embedder
+        cannot take costs its own file only; the embedder failing as a whole raises."""
+        try:
+            self._embed_some(wanted, vectors, refused)
+        except RagError:
+            raise
+        except Exception:
+            log.exception("embedding pending vectors of %s failed; retrying file by file",
+                          self.schema.name)  # fmt: skip
+            by_file: dict[tuple[str, str, str | None], list[_Input]] = {}
+            for i in wanted:
+                by_file.setdefault(i.file, []).append(i)
+            for file, some in by_file.items():
+                try:
+                    self._embed_some(some, vectors, refused)
+                except RagError:
+                    raise
+                except Exception as exc:
+                    refused[file] = (
+                        f"the embedder failed on this file ({type(exc).__name__}: {exc})"
+                    )
+
+    def _embed_some(
+        self,
+        wanted: Sequence[_Input],
+        vectors: dict[str, Any],
+        refused: dict[tuple[str, str, str | None], str],
+    ) -> None:
+        result = self.embedder.embed_documents([i.text for i in wanted], [i.label for i in wanted])
+        for i, vector in zip(wanted, result.vectors, strict=True):
+            if vector is not None:
+                vectors[i.hash] = np.asarray(vector, dtype=np.float32)
+                if i.definition:
+                    self.report.definitions_embedded += 1
+                else:
+                    self.report.chunks_embedded += 1
+        for r in result.refused:
+            refused[wanted[r.index].file] = f"the embedder refused {r.label}: {r.reason}"
+
+    def _fail(self, file: tuple[str, str, str | None], reason: str) -> None:
+        repo, path, language = file
+        store.record_file_error(self.conn, self.schema, repo, path, reason, language)
+        self.report.files_failed += 1
+        if len(self.report.failures) < 200:
+            self.report.failures.append({"repo": repo, "path": path, "reason": reason})
+        log.warning("%s/%s: %s", repo, path, reason)
+
+
+def _chunk_input(c: PendingChunk) -> _Input:
+    language = c.language or UNKNOWN_LANGUAGE
+    chunk = Chunk(c.start_line, c.end_line, c.symbol, c.kind, language, c.content)
+    label = f"{c.repo}/{c.path}:{c.start_line}-{c.end_line}" + (f" {c.symbol}" if c.symbol else "")
+    return _Input(
+        False, c.id, c.content_sha256, embedding_text(chunk, c.path), label,
+        (c.repo, c.path, c.language),
+    )  # fmt: skip
+
+
+def _definition_input(d: PendingDefinition, lines: list[str]) -> _Input | None:
+    """A definition's input from its file's lines, as `chunkers.lone_definitions` made it;
+    None when those lines do not give back the text the definition was hashed from."""
+    if d.end_line > len(lines):
+        return None
+    content = "\n".join(lines[d.start_line - 1 : d.end_line])[:DEFINITION_CHARS]
+    chunk = Chunk(
+        d.start_line, d.end_line, d.qualified_name, d.kind, d.language or UNKNOWN_LANGUAGE, content
+    )
+    if content_hash(chunk) != d.content_sha256:
+        return None
+    label = f"{d.repo}/{d.path}:{d.start_line}-{d.end_line} {d.qualified_name}"
+    return _Input(
+        True, d.id, d.content_sha256, embedding_text(chunk, d.path), label,
+        (d.repo, d.path, d.language),
+    )  # fmt: skip

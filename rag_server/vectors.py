@@ -1,0 +1,117 @@
+"""The server's second phase: each project's pending vectors embedded in the background.
+
+A sweep of many files writes rows first and leaves their vectors pending
+(`indexer.sweep.vectors`); the server then embeds them in one thread of its own, one project
+at a time (the model has the machine's cores to itself that way), while every tool answers.
+A project is queued after each of its sweeps and, at startup, when it has vectors pending (a
+restart picks up where the last process stopped: what is pending is read from the database).
+What the thread does is in each project's status: running, vectors per second, an estimate of
+the time left, and how its last run ended.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from indexer.clock import iso, now
+from indexer.db import Database
+from indexer.embed import Embedder
+from indexer.project import Project
+from indexer.sweep.vectors import VectorProgress, VectorReport, embed_pending
+
+log = logging.getLogger("code_rag.vectors")
+
+
+class VectorWorker:
+    """One background thread that embeds the pending vectors of the projects queued to it."""
+
+    def __init__(self, db: Database, embedder: Embedder, project: Callable[[str], Project]) -> None:
+        self.db = db
+        self.embedder = embedder
+        self.project = project
+        self._lock = threading.Condition()
+        self._queue: list[str] = []
+        self._running: str | None = None
+        self._progress: dict[str, VectorProgress] = {}
+        self._last: dict[str, tuple[VectorReport, str | None]] = {}
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def queue(self, name: str) -> None:
+        """Embed `name`'s pending vectors soon (at once when nothing else is being embedded;
+        a project queued twice runs once, a project running is run again after)."""
+        with self._lock:
+            if self._stop.is_set():
+                return
+            if name not in self._queue:
+                self._queue.append(name)
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(
+                    target=self._run, name="code-rag-vectors", daemon=True
+                )
+                self._thread.start()
+            self._lock.notify()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            with self._lock:
+                if not self._queue:
+                    self._thread = None
+                    return
+                name = self._queue.pop(0)
+                self._running = name
+            try:
+                report = embed_pending(
+                    self.db,
+                    self.project(name),
+                    self.embedder,
+                    progress=self._record,
+                    stop=self._stop,
+                )
+            except Exception:  # a bug: keep the server up, keep the traceback in the log
+                log.exception("embedding the pending vectors of %s failed", name)
+                report = VectorReport(name, outcome="failed", error="unexpected; see the log")
+            if report.written or report.outcome not in ("ok", "busy"):
+                log.info(
+                    "vectors of %s: %s, %d written in %.1f s, %d pending",
+                    name, report.outcome, report.written, report.seconds, report.pending,
+                )  # fmt: skip
+            with self._lock:
+                self._running = None
+                self._progress.pop(name, None)
+                self._last[name] = (report, iso(now()))
+
+    def _record(self, progress: VectorProgress) -> None:
+        with self._lock:
+            self._progress[progress.project] = progress
+
+    def state(self, name: str) -> dict[str, Any]:
+        """What the thread does for `name`: whether it embeds its vectors now (or has them
+        queued), at what rate, the time left at that rate, and how its last run ended."""
+        with self._lock:
+            progress = self._progress.get(name)
+            last = self._last.get(name)
+            running = self._running == name
+            queued = name in self._queue
+        eta = progress.eta_seconds if progress is not None else None
+        return {
+            "vectors_running": running,
+            "vectors_queued": queued,
+            "vectors_per_second": round(progress.per_second, 2) if progress else None,
+            "vectors_eta_seconds": None if eta is None else round(eta),
+            "last_vectors_run": None
+            if last is None
+            else {**last[0].to_dict(), "finished_at": last[1]},
+        }
+
+    def close(self) -> None:
+        """Stop after the batch in flight (its vectors are written; the rest stays pending)."""
+        self._stop.set()
+        with self._lock:
+            self._queue.clear()
+            thread = self._thread
+        if thread is not None:
+            thread.join(timeout=30)

@@ -1,0 +1,259 @@
+"""Rows first, vectors after: a sweep of many files writes every row without waiting for the
+embedder, the navigation tools and the keyword side answer at once, and `embed_pending` then
+gives every chunk and definition exactly the vector an inline sweep would have; what is
+pending survives a stop, never takes a vector of an older text, and a refusal or an embedder
+outage costs what it costs inline, no more."""
+
+from __future__ import annotations
+
+import shutil
+import threading
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+from ollama_standin import RUNNER_ERROR, OllamaStandin, ollama_standin
+from test_sweep_bulk import CHUNKS, FILES, FIXTURES, SYMBOLS, TEXT, rows
+
+from indexer.db import Database, Schema, store
+from indexer.embed import make_embedder
+from indexer.project import Project, Root
+from indexer.search import find_symbol, grep, search_code
+from indexer.sweep import SweepOptions, apply_changes, sweep_project
+from indexer.sweep.run import DEFER_VECTORS_FILES
+from indexer.sweep.vectors import VectorProgress, embed_pending
+
+__all__ = ["ollama_standin"]
+
+Conn = psycopg.Connection[Any]
+ROWS_FIRST = SweepOptions(files_per_commit=4, defer_vectors=True)
+INLINE = SweepOptions(files_per_commit=4, defer_vectors=False)
+
+
+@pytest.fixture
+def corpus(tmp_path: Path) -> Path:
+    root = tmp_path / "corpus"
+    shutil.copytree(FIXTURES, root)
+    return root
+
+
+@pytest.fixture
+def embedder(ollama_standin: OllamaStandin) -> Any:
+    return make_embedder("ollama", "nomic-embed-text:v1.5", ollama_standin.url)
+
+
+def pending(conn: Conn, name: str) -> int:
+    found = store.pending_counts(conn, Schema(name)).total
+    conn.rollback()
+    return found
+
+
+def test_rows_first_then_vectors_give_exactly_the_rows_of_an_inline_sweep(
+    database: Database, conn: Conn, project_name: str, corpus: Path, embedder: Any
+) -> None:
+    inline = Project(project_name, (Root(corpus, "corpus"),))
+    later = Project(f"{project_name}_later", (Root(corpus, "corpus"),))
+    try:
+        first = sweep_project(database, inline, embedder, INLINE)
+        second = sweep_project(database, later, embedder, ROWS_FIRST)
+        assert first.vectors_deferred == 0 and first.chunks_embedded > 0
+        assert second.vectors_deferred > 0 and second.chunks_embedded == 0
+        waiting = store.pending_counts(conn, Schema(later.name), of_all=True)
+        conn.rollback()
+        assert waiting.chunks == waiting.all_chunks > 0 and waiting.definitions > 0
+        assert waiting.ready_share == 0.0
+        # Everything but the vectors is there at once, and the same.
+        for query in (FILES, TEXT):
+            assert rows(conn, later.name, query) == rows(conn, inline.name, query)
+        without = [r[:-2] + r[-1:] for r in rows(conn, later.name, CHUNKS)]
+        assert without == [r[:-2] + r[-1:] for r in rows(conn, inline.name, CHUNKS)]
+        assert all(r[-2] is None for r in rows(conn, later.name, CHUNKS))
+
+        report = embed_pending(database, later, embedder)
+        assert report.outcome == "ok" and report.pending == 0
+        assert report.chunks_embedded + report.reused == waiting.chunks
+        assert report.definitions_embedded > 0
+        assert pending(conn, later.name) == 0
+        for query in (FILES, CHUNKS, SYMBOLS, TEXT):
+            assert rows(conn, later.name, query) == rows(conn, inline.name, query), query
+        again = embed_pending(database, later, embedder)
+        assert (again.outcome, again.written) == ("ok", 0)
+    finally:
+        with database.connection() as c:
+            store.drop_project(c, Schema(later.name))
+
+
+def test_while_vectors_are_pending_every_navigation_tool_and_the_keyword_side_answer(
+    database: Database, conn: Conn, project_name: str, corpus: Path, embedder: Any
+) -> None:
+    project = Project(project_name, (Root(corpus, "corpus"),))
+    sweep_project(database, project, embedder, ROWS_FIRST)
+    assert pending(conn, project.name) > 0
+    defined = find_symbol(database, project, "Invoice").symbols
+    assert [s.path for s in defined] == ["chunkers/python/invoice.py"]
+    matches = grep(database, project, "def ")
+    assert matches.matches
+    # Hybrid search answers from the keyword side and the exact-name lift meanwhile.
+    hits = search_code(database, project, embedder, "Invoice")
+    assert hits and hits[0].symbol is not None and "Invoice" in hits[0].symbol
+    keyword = search_code(database, project, embedder, "Invoice", mode="keyword")
+    assert {h.chunk_id for h in hits} >= {keyword[0].chunk_id}
+    sentence = "the subtotal of an invoice's line items"
+    assert search_code(database, project, embedder, sentence, mode="vector") == []
+    assert search_code(database, project, embedder, sentence)  # the keyword side
+    embed_pending(database, project, embedder)
+    assert search_code(database, project, embedder, sentence, mode="vector")
+
+
+def test_pending_vectors_are_read_back_from_the_database_after_a_stop(
+    database: Database, conn: Conn, project_name: str, corpus: Path, embedder: Any
+) -> None:
+    project = Project(project_name, (Root(corpus, "corpus"),))
+    sweep_project(database, project, embedder, ROWS_FIRST)
+    before = pending(conn, project.name)
+    stop = threading.Event()
+    seen: list[VectorProgress] = []
+
+    def stop_after_two(p: VectorProgress) -> None:
+        seen.append(p)
+        if len(seen) == 2:
+            stop.set()
+
+    first = embed_pending(database, project, embedder, batch=8, progress=stop_after_two, stop=stop)
+    assert first.outcome == "stopped"
+    assert 0 < first.written <= 16 and first.pending == before - first.written
+    assert seen[-1].pending == first.pending and seen[-1].per_second > 0
+    assert seen[-1].eta_seconds is not None
+    assert pending(conn, project.name) == first.pending
+    # Another process (nothing shared but the database) goes on where it stopped.
+    second = embed_pending(database, project, embedder, batch=64)
+    assert second.outcome == "ok" and second.written == first.pending
+    assert pending(conn, project.name) == 0
+
+
+def test_a_vector_never_goes_to_a_row_whose_text_changed_meanwhile(
+    database: Database, conn: Conn, project_name: str, work_dir: Path, embedder: Any
+) -> None:
+    root = work_dir / "src"
+    root.mkdir()
+    for i in range(DEFER_VECTORS_FILES):
+        (root / f"m{i}.py").write_text(f"def f{i}(x):\n    return x + {i}\n", encoding="utf-8")
+    project = Project(project_name, (Root(root, "src"),))
+    schema = Schema(project.name)
+    sweep_project(database, project, embedder, ROWS_FIRST)
+    [old] = [c for c in store.pending_chunks(conn, schema, 100) if c.path == "m0.py"]
+    conn.rollback()
+    # The file changes before the vector of its first text is written: same row, new text.
+    (root / "m0.py").write_text("def f0(x):\n    return x * 1000\n", encoding="utf-8")
+    sweep_project(database, project, embedder, ROWS_FIRST)
+    [new] = [c for c in store.pending_chunks(conn, schema, 100) if c.path == "m0.py"]
+    conn.rollback()
+    assert new.id == old.id and new.content_sha256 != old.content_sha256
+    stale = embedder.embed_documents(["the old text"]).vectors[0]
+    store.set_vectors(conn, schema, [(old.id, old.content_sha256, stale)])
+    conn.commit()
+    assert pending(conn, project.name) == DEFER_VECTORS_FILES
+    embed_pending(database, project, embedder)
+    inline = Project(f"{project_name}_inline", project.roots)
+    try:
+        sweep_project(database, inline, embedder, INLINE)
+        query = CHUNKS.replace("ORDER BY", "WHERE f.path = 'm0.py' ORDER BY")
+        assert rows(conn, project.name, query) == rows(conn, inline.name, query)
+    finally:
+        with database.connection() as c:
+            store.drop_project(c, Schema(inline.name))
+
+
+def test_an_input_the_embedder_refuses_fails_its_file_alone_until_the_next_sweep(
+    database: Database,
+    conn: Conn,
+    project_name: str,
+    corpus: Path,
+    embedder: Any,
+    ollama_standin: OllamaStandin,
+) -> None:
+    (corpus / "poison.py").write_text("def poisoned():\n    return 'POISON'\n", encoding="utf-8")
+    ollama_standin.poison = {"POISON"}
+    project = Project(project_name, (Root(corpus, "corpus"),))
+    swept = sweep_project(database, project, embedder, ROWS_FIRST)
+    assert swept.outcome == "ok"
+    report = embed_pending(database, project, embedder)
+    assert report.outcome == "partial" and report.files_failed == 1
+    assert [f["path"] for f in report.failures] == ["poison.py"]
+    assert "refused" in report.failures[0]["reason"]
+    # Its rows stay (keyword search finds it); nothing else waits; status names it.
+    assert pending(conn, project.name) == 0
+    failures = store.failures(conn, Schema(project.name))
+    conn.rollback()
+    assert [f.path for f in failures] == ["poison.py"]
+    assert search_code(database, project, embedder, "poisoned", mode="keyword")
+    # The next sweep reads it again; once the embedder takes it, it has its vectors.
+    ollama_standin.poison = set()
+    again = sweep_project(database, project, embedder, ROWS_FIRST)
+    assert again.files_changed == 1
+    assert embed_pending(database, project, embedder).outcome == "ok"
+    failures = store.failures(conn, Schema(project.name))
+    conn.rollback()
+    assert failures == [] and pending(conn, project.name) == 0
+
+
+def test_an_embedder_outage_ends_the_run_and_leaves_the_rest_pending(
+    database: Database,
+    conn: Conn,
+    project_name: str,
+    corpus: Path,
+    embedder: Any,
+    ollama_standin: OllamaStandin,
+) -> None:
+    project = Project(project_name, (Root(corpus, "corpus"),))
+    sweep_project(database, project, embedder, ROWS_FIRST)
+    before = pending(conn, project.name)
+    ollama_standin.fail_all = RUNNER_ERROR
+    report = embed_pending(database, project, embedder)
+    assert report.outcome == "failed" and report.error and report.written == 0
+    assert pending(conn, project.name) == before
+    failures = store.failures(conn, Schema(project.name))
+    conn.rollback()
+    assert failures == []  # the embedder failed, not the files
+    ollama_standin.fail_all = None
+    assert embed_pending(database, project, embedder).outcome == "ok"
+    assert pending(conn, project.name) == 0
+
+
+def test_vectors_of_another_model_never_go_in(
+    database: Database,
+    conn: Conn,
+    project_name: str,
+    corpus: Path,
+    embedder: Any,
+    ollama_standin: OllamaStandin,
+) -> None:
+    project = Project(project_name, (Root(corpus, "corpus"),))
+    sweep_project(database, project, embedder, ROWS_FIRST)
+    before = pending(conn, project.name)
+    other = make_embedder("ollama", "all-minilm", ollama_standin.url)
+    report = embed_pending(database, project, other)
+    assert report.outcome == "failed" and "another model" in (report.error or "")
+    assert pending(conn, project.name) == before
+
+
+def test_a_sweep_of_many_files_writes_rows_first_and_a_few_changes_embed_at_once(
+    database: Database, conn: Conn, project_name: str, work_dir: Path, embedder: Any
+) -> None:
+    root = work_dir / "src"
+    root.mkdir()
+    for i in range(DEFER_VECTORS_FILES):
+        (root / f"m{i}.py").write_text(f"def f{i}(x):\n    return x + {i}\n", encoding="utf-8")
+    project = Project(project_name, (Root(root, "src"),))
+    first = sweep_project(database, project, embedder)  # the default: by the amount of work
+    assert first.vectors_deferred == DEFER_VECTORS_FILES and first.chunks_embedded == 0
+    embed_pending(database, project, embedder)
+    for i in range(3):
+        (root / f"m{i}.py").write_text(f"def g{i}():\n    return {i}\n", encoding="utf-8")
+    few = sweep_project(database, project, embedder)
+    assert few.files_changed == 3 and few.vectors_deferred == 0 and few.chunks_embedded == 3
+    (root / "m5.py").write_text("def saved():\n    return 5\n", encoding="utf-8")
+    saved = apply_changes(database, project, embedder, {"src": ["m5.py"]})
+    assert saved is not None and saved.chunks_embedded == 1 and saved.vectors_deferred == 0
+    assert pending(conn, project.name) == 0
