@@ -81,6 +81,16 @@ def dsn(database: Database) -> str:
     return database.dsn
 
 
+@pytest.fixture(autouse=True)
+def _own_embedding_cache(request: pytest.FixtureRequest) -> None:
+    """Every test on the shared server starts with the embedding cache every project shares
+    empty: what an earlier test embedded must not make this one's sweeps embed less."""
+    if "database" in request.fixturenames:
+        db: Database = request.getfixturevalue("database")
+        with db.connection() as connection:
+            connection.execute('TRUNCATE "code-rag".embedding_cache')
+
+
 @pytest.fixture
 def conn(database: Database) -> Iterator[psycopg.Connection[Any]]:
     with database.connection() as connection:

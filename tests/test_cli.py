@@ -160,7 +160,9 @@ def test_every_command_has_help_with_an_example(tmp_path: Path) -> None:
         assert "Example: ./bld " + command in result.stdout.replace("\n", " "), command
 
 
-def test_full_scan_reembeds_every_file(workspace: Path, ollama_standin: OllamaStandin) -> None:
+def test_full_scan_rereads_every_file_and_embeds_only_new_text(
+    workspace: Path, ollama_standin: OllamaStandin
+) -> None:
     assert bld(workspace, "scan", "shop").returncode == 0
     ollama_standin.reset_counters()
     again = bld(workspace, "scan", "shop")
@@ -169,4 +171,6 @@ def test_full_scan_reembeds_every_file(workspace: Path, ollama_standin: OllamaSt
     full = bld(workspace, "scan", "shop", "--full")
     assert full.returncode == 0, full.stderr
     assert ", 2 indexed, 0 unchanged," in full.stdout
-    assert ollama_standin.embedding_calls > 0
+    # Every vector comes back from the embedding cache every project shares.
+    assert ollama_standin.embedding_calls == 0
+    assert "embedded, 0 vectors from cache" not in full.stdout

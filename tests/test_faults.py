@@ -120,6 +120,16 @@ def own_pg() -> Iterator[OwnPostgres]:
         pg.close()
 
 
+@pytest.fixture(autouse=True)
+def _own_embedding_cache(request: pytest.FixtureRequest) -> None:
+    """A test on this module's server starts with the shared embedding cache empty: what an
+    earlier test embedded must not spare this one's embedder the calls it counts on."""
+    if "own_pg" in request.fixturenames:
+        pg: OwnPostgres = request.getfixturevalue("own_pg")
+        with pg.database.connection() as conn:
+            conn.execute('TRUNCATE "code-rag".embedding_cache')
+
+
 @pytest.fixture
 def served(own_pg: OwnPostgres, ollama_standin: OllamaStandin) -> Iterator[Served]:
     base = Path(tempfile.mkdtemp(prefix="code-rag-faults-tree-"))

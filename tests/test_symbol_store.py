@@ -135,6 +135,7 @@ def test_an_index_from_before_the_symbol_table_fills_it_without_re_embedding(
         " 'm007_definition_vectors')",
     )
     store.set_meta(conn, Schema(project.name), "chunker_version", 1)
+    conn.execute('TRUNCATE "code-rag".embedding_cache')  # no shared cache back then either
     conn.commit()
     ollama_standin.reset_counters()
     sweep(database, project, embedder)

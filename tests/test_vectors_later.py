@@ -43,6 +43,11 @@ def embedder(ollama_standin: OllamaStandin) -> Any:
     return make_embedder("ollama", "nomic-embed-text:v1.5", ollama_standin.url)
 
 
+def forget_shared_vectors(conn: Conn) -> None:
+    conn.execute('TRUNCATE "code-rag".embedding_cache')
+    conn.commit()
+
+
 def pending(conn: Conn, name: str) -> int:
     found = store.pending_counts(conn, Schema(name)).total
     conn.rollback()
@@ -56,6 +61,7 @@ def test_rows_first_then_vectors_give_exactly_the_rows_of_an_inline_sweep(
     later = Project(f"{project_name}_later", (Root(corpus, "corpus"),))
     try:
         first = sweep_project(database, inline, embedder, INLINE)
+        forget_shared_vectors(conn)  # or the second project would find every vector there
         second = sweep_project(database, later, embedder, ROWS_FIRST)
         assert first.vectors_deferred == 0 and first.chunks_embedded > 0
         assert second.vectors_deferred > 0 and second.chunks_embedded == 0

@@ -246,7 +246,23 @@ def prepare_database(dsn: str) -> tuple[str, str]:
                 "run `ALTER EXTENSION vector UPDATE;` after installing a newer pgvector"
             )
         _ensure_pg_trgm(conn, where)
+        _ensure_shared_cache(conn, where)
     return str(pg_version), vector_version
+
+
+def _ensure_shared_cache(conn: psycopg.Connection[Any], where: str) -> None:
+    """The embedding cache every project shares; a user that may not create it goes without
+    (each project then reuses only its own vectors), said once in the log."""
+    try:
+        with conn.transaction():
+            for step in statements.CREATE_SHARED_CACHE:
+                conn.execute(step)
+    except psycopg.errors.InsufficientPrivilege:
+        log.warning(
+            "PostgreSQL at %s: this user may not create the schema of the embedding cache "
+            "every project shares; each project reuses only its own vectors",
+            where,
+        )
 
 
 def _ensure_pg_trgm(conn: psycopg.Connection[Any], where: str) -> None:
@@ -321,6 +337,7 @@ class Database:
         self.dsn = ""
         self.info: ServerInfo | None = None
         self.iterative_scan = False
+        self.shared_cache = False  # the embedding cache every project shares is there
         self.pool: ConnectionPool | None = None
 
     def open(self) -> Database:
@@ -333,6 +350,9 @@ class Database:
         self.pool = make_pool(self.dsn, max_size=self._max_size, timeout=self._pool_timeout_s)
         with mapped_errors(f"connecting to {location}"):
             self.pool.open(wait=True, timeout=CONNECT_TIMEOUT_S * 3)
+            with self.pool.connection() as conn:
+                row = conn.execute(statements.SHARED_CACHE_READY).fetchone()
+                self.shared_cache = bool(row and row[0])
         return self
 
     def close(self) -> None:

@@ -22,6 +22,47 @@ SERVER_VERSION = "SELECT current_setting('server_version')"
 PGVECTOR_INSTALLED = "SELECT extversion FROM pg_extension WHERE extname = 'vector'"
 PGVECTOR_AVAILABLE = "SELECT default_version FROM pg_available_extensions WHERE name = 'vector'"
 CREATE_PGVECTOR = "CREATE EXTENSION IF NOT EXISTS vector"
+# One embedding cache for every project: vectors by (model, content digest), never the text.
+# Its schema's name holds a hyphen, which no project name may, so it is never a project's.
+SHARED_SCHEMA = "code-rag"
+SHARED_MARKER = "code-rag shared embedding cache"
+CREATE_SHARED_CACHE = [
+    'CREATE SCHEMA IF NOT EXISTS "code-rag"',
+    'COMMENT ON SCHEMA "code-rag" IS \'' + SHARED_MARKER + "'",
+    """
+    CREATE TABLE IF NOT EXISTS "code-rag".embedding_cache (
+        model text NOT NULL,
+        digest bytea NOT NULL,
+        embedding vector NOT NULL,
+        used date NOT NULL DEFAULT current_date,
+        PRIMARY KEY (model, digest)
+    )
+    """,
+    'CREATE INDEX IF NOT EXISTS embedding_cache_used ON "code-rag".embedding_cache (used)',
+]
+SHARED_CACHE_READY = "SELECT to_regclass('\"code-rag\".embedding_cache') IS NOT NULL"
+SHARED_LOOKUP = """
+SELECT encode(digest, 'hex'), embedding FROM "code-rag".embedding_cache
+ WHERE model = %(model)s AND digest = ANY(%(digests)s::bytea[])
+"""
+# Last use is kept by the day: a cache hit writes at most once a day per vector.
+SHARED_TOUCH = """
+UPDATE "code-rag".embedding_cache SET used = current_date
+ WHERE model = %(model)s AND digest = ANY(%(digests)s::bytea[]) AND used < current_date
+"""
+SHARED_PUT = """
+INSERT INTO "code-rag".embedding_cache (model, digest, embedding)
+VALUES (%(model)s, %(digest)s, %(embedding)s)
+ON CONFLICT (model, digest) DO NOTHING
+"""
+SHARED_COUNT = 'SELECT count(*) FROM "code-rag".embedding_cache'
+# The least recently used first; ties by key, so a trim is the same wherever it runs.
+SHARED_EVICT = """
+DELETE FROM "code-rag".embedding_cache
+ WHERE (model, digest) IN (SELECT model, digest FROM "code-rag".embedding_cache
+                            ORDER BY used, model, digest LIMIT %(n)s)
+"""
+SHARED_DROP_MODEL = 'DELETE FROM "code-rag".embedding_cache WHERE model = %(model)s'
 PG_TRGM_INSTALLED = "SELECT extversion FROM pg_extension WHERE extname = 'pg_trgm'"
 PG_TRGM_AVAILABLE = "SELECT default_version FROM pg_available_extensions WHERE name = 'pg_trgm'"
 CREATE_PG_TRGM = "CREATE EXTENSION IF NOT EXISTS pg_trgm"

@@ -10,6 +10,7 @@ Vectors are plain `list[float]` (what pgvector and JSON take), never numpy array
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
@@ -47,6 +48,11 @@ class EmbeddingModel:
         """What the stored vectors depend on. The query prefix is not part of it: changing it
         changes future queries, not the index."""
         return (self.provider, self.model, self.dimension, self.document_prefix)
+
+    @property
+    def cache_key(self) -> str:
+        """The key of this model's vectors in the embedding cache every project shares."""
+        return json.dumps(list(self.index_key))
 
     def describe(self) -> str:
         """For messages: "ollama nomic-embed-text:v1.5 (768-d)"."""

@@ -105,7 +105,9 @@ class _Sweep:
         self.progress = progress
         self.started = time.perf_counter()
         self.redo = False  # every file is re-chunked (full sweep, new model or chunker)
-        self.writer = Writer(conn, self.schema, embedder, report)
+        # The key of this model's vectors in the cache every project shares (None: no cache).
+        self.shared = embedder.identity.cache_key if db.shared_cache else None
+        self.writer = Writer(conn, self.schema, embedder, report, shared=self.shared)
 
     # -- model bookkeeping -------------------------------------------------------------------
 
@@ -127,12 +129,25 @@ class _Sweep:
                 store.clear_project(conn, self.schema)
             store.set_embedding_dimension(conn, self.schema, identity.dimension)
             store.set_meta(conn, self.schema, "embedding", identity.to_dict())
+            if (
+                recorded is not None
+                and self.shared is not None
+                and needs_reembed(recorded, identity)
+            ):
+                self._forget_model(recorded)
             # Recorded only once every file has been chunked again (`_chunked_with_this_version`):
             # a sweep stopped half-way leaves the old version, and the next one redoes the rest.
             if store.get_meta(conn, self.schema, "chunker_version") != CHUNKER_VERSION:
                 redo = True
         conn.commit()
         return redo
+
+    def _forget_model(self, old: EmbeddingModel) -> None:
+        """Drop the shared cache's vectors of `old` once no project's index uses it."""
+        used = {EmbeddingModel.from_dict(m).cache_key for m in store.models_in_use(self.conn)}
+        if old.cache_key not in used:
+            dropped = store.drop_shared_model(self.conn, old.cache_key)
+            log.info("dropped %d cached vectors of %s: no project uses it", dropped, old.describe())
 
     def _chunked_with_this_version(self) -> None:
         with self.conn.transaction():
@@ -196,6 +211,9 @@ class _Sweep:
         report.files_deleted += removed_roots + store.delete_files(self.conn, self.schema, gone)
         self.conn.commit()
         report.add_time("delete", time.perf_counter() - t)
+        if self.shared is not None and report.chunks_embedded + report.definitions_embedded:
+            store.trim_shared_cache(self.conn)
+            self.conn.commit()
         if self.redo and not unavailable:  # an unavailable root's files were not chunked again
             self._chunked_with_this_version()
 
@@ -352,11 +370,15 @@ class _Sweep:
             out.put(exc)
 
     def _batch(self, conn: Conn, files: list[Prepared]) -> Batch:
-        """The files with the vectors the index already holds for their chunks."""
+        """The files with the vectors already stored for their texts: in this project, or
+        (made by this model) in the cache every project shares."""
         t = time.perf_counter()
         hashes = sorted({h for f in files for h in f.vector_keys()})
         cached = store.cached_embeddings(conn, self.schema, hashes)
-        conn.rollback()
+        missing = [h for h in hashes if h not in cached]
+        if self.shared is not None and missing:
+            cached.update(store.shared_vectors(conn, self.shared, missing))
+        conn.commit()
         self.report.add_time("cache_lookup", time.perf_counter() - t)
         return Batch(files, cached)
 

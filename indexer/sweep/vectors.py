@@ -127,7 +127,9 @@ def embed_pending(
                 return report
             try:
                 with db.connection(f"embedding the pending vectors of {project.name}") as conn:
-                    _Phase(conn, schema, embedder, report, batch).run(progress, stop, started)
+                    shared = embedder.identity.cache_key if db.shared_cache else None
+                    phase = _Phase(conn, schema, embedder, report, batch, shared)
+                    phase.run(progress, stop, started)
             finally:
                 store.release_vectors_lock(lock, schema)
     except RagError as exc:
@@ -139,8 +141,15 @@ def embed_pending(
 
 class _Phase:
     def __init__(
-        self, conn: Conn, schema: Schema, embedder: Embedder, report: VectorReport, batch: int
+        self,
+        conn: Conn,
+        schema: Schema,
+        embedder: Embedder,
+        report: VectorReport,
+        batch: int,
+        shared: str | None,
     ) -> None:
+        self.shared = shared  # the model's key in the cache every project shares, if any
         self.conn = conn
         self.schema = schema
         self.embedder = embedder
@@ -173,7 +182,9 @@ class _Phase:
                     )
                 )
         report.pending = store.pending_counts(self.conn, self.schema).total
-        self.conn.rollback()
+        if self.shared is not None and report.chunks_embedded + report.definitions_embedded:
+            store.trim_shared_cache(self.conn)
+        self.conn.commit()
         if report.outcome == "ok" and report.files_failed:
             report.outcome = "partial"
 
@@ -222,10 +233,12 @@ class _Phase:
 
     def _embed_and_write(self, inputs: list[_Input]) -> None:
         conn, schema, report = self.conn, self.schema, self.report
-        vectors: dict[str, Any] = store.cached_embeddings(
-            conn, schema, sorted({i.hash for i in inputs})
-        )
-        conn.rollback()
+        hashes = sorted({i.hash for i in inputs})
+        vectors: dict[str, Any] = store.cached_embeddings(conn, schema, hashes)
+        missing = [h for h in hashes if h not in vectors]
+        if self.shared is not None and missing:
+            vectors.update(store.shared_vectors(conn, self.shared, missing))
+        conn.commit()
         wanted: dict[str, _Input] = {}
         for i in inputs:
             if i.hash not in vectors:
@@ -243,6 +256,9 @@ class _Phase:
         for file, reason in refused.items():
             self._fail(file, reason)
         store.set_vectors(conn, schema, rows[False], rows[True])
+        if self.shared is not None:
+            made = {h: vectors[h] for h in sorted(wanted) if h in vectors}
+            store.share_vectors(conn, self.shared, made)
         conn.commit()
 
     def _embed(

@@ -50,6 +50,7 @@ class Writer:
         report: SweepReport,
         bulk_load: bool = False,
         defer: bool = False,
+        shared: str | None = None,
     ) -> None:
         self.conn = conn
         self.schema = schema
@@ -57,6 +58,7 @@ class Writer:
         self.report = report
         self.bulk_load = bulk_load  # new files go in with COPY
         self.defer = defer  # rows first, their vectors later (`vectors.embed_pending`)
+        self.shared = shared  # the model's key in the cache every project shares, if any
 
     def embed_and_write(self, batch: Batch) -> None:
         report = self.report
@@ -89,6 +91,9 @@ class Writer:
                 self._embed_file_by_file(batch, wanted, vectors, refused)
             report.add_time("embed", time.perf_counter() - t)
         t = time.perf_counter()
+        if self.shared is not None:  # committed with the batch
+            made = {h: vectors[h] for h in sorted(wanted) if h in vectors}
+            store.share_vectors(self.conn, self.shared, made)
         self._write(batch, vectors, refused)
         report.add_time("store", time.perf_counter() - t)
 

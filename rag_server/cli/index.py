@@ -43,7 +43,12 @@ def scan(
         ),
     ] = False,
     full: Annotated[
-        bool, typer.Option("--full", help="Re-read, re-chunk and re-embed every file.")
+        bool,
+        typer.Option(
+            "--full",
+            help="Re-read and re-chunk every file (text embedded before, by this model, "
+            "takes its vector from the embedding cache).",
+        ),
     ] = False,
     config: ConfigOption = None,
 ) -> None:
