@@ -20,6 +20,7 @@ local, the bundled int8 model):
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import re
 import shutil
@@ -202,7 +203,8 @@ def part_query(folder: Path, samples: int) -> None:
     def sweep() -> None:
         with Database(settings.database.dsn, settings.data_dir).open() as db:
             report["r"] = sweep_project(
-                db, settings.projects[DEMO_PROJECT], embedder, sweep_options(settings),
+                db, settings.projects[DEMO_PROJECT], embedder,
+                dataclasses.replace(sweep_options(settings), defer_vectors=False),
                 full=True, wait=True,
             )  # fmt: skip
         done.set()

@@ -38,7 +38,7 @@ from bench.served import TOKEN, ServerThread, bench_settings, stop_embedded
 from indexer.db import Database
 from indexer.embed import make_embedder
 from indexer.project import Project, Root
-from indexer.sweep import sweep_project
+from indexer.sweep import SweepOptions, sweep_project
 from rag_server.app import create_app
 from rag_server.config import EmbeddingSettings
 from tests.ollama_standin import OllamaStandin
@@ -187,7 +187,7 @@ def main() -> None:
             tests = Project("load_tests", (Root((ROOT / "tests").resolve(), "tests"),))
             embedder = make_embedder("ollama", STANDIN_MODEL, standin.url)
             for project in (code, tests):
-                report = sweep_project(db, project, embedder)
+                report = sweep_project(db, project, embedder, SweepOptions(defer_vectors=False))
                 print(f"indexed {project.name}: {report.files_changed} files", file=sys.stderr)
             settings = bench_settings(
                 data / "db",

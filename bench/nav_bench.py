@@ -32,11 +32,11 @@ from psycopg import sql as pgsql
 from bench import machine
 from bench.served import stop_embedded
 from bench.sweep_bench import CORPUS as SWEEP_CORPUS
-from bench.sweep_bench import ZeroCostEmbedder, fresh, project
+from bench.sweep_bench import INLINE, ZeroCostEmbedder, fresh, project
 from indexer.db import Database, Schema, blocks, bulk, statements, store
 from indexer.project import Project, Root
 from indexer.search import find_references, find_symbol, get_outline, grep
-from indexer.sweep import SweepOptions, sweep_project
+from indexer.sweep import sweep_project
 
 HERE = Path(__file__).resolve().parent
 
@@ -74,7 +74,7 @@ def part1(db: Database, runs: int, corpus: tuple[str, ...]) -> None:
                 statements.DELETE_FILE_TEXT = "SELECT %(file_id)s"
             try:
                 fresh(db, proj.name)
-                report = sweep_project(db, proj, ZeroCostEmbedder(), SweepOptions())
+                report = sweep_project(db, proj, ZeroCostEmbedder(), INLINE)
             finally:
                 (
                     store._replace_symbols,
@@ -103,7 +103,7 @@ def build_source(db: Database) -> int:
     with db.connection() as conn:
         have = store.project_exists(conn, SOURCE) and store.chunk_count(conn, SOURCE) > 0
     if not have:
-        report = sweep_project(db, proj, ZeroCostEmbedder(), SweepOptions())
+        report = sweep_project(db, proj, ZeroCostEmbedder(), INLINE)
         print(f"source index: {report.chunks_written:,} chunks in {report.seconds['total']:.0f} s")
     with db.connection() as conn:
         return store.chunk_count(conn, SOURCE)

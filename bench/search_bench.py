@@ -167,7 +167,7 @@ def build(cache: Path, tokens: int, budget_s: float) -> None:
         before, pool = model_vectors(db)
         embedder = FirstWindowEmbedder(LocalEmbedder(), tokens, budget_s, pool)
         started = time.perf_counter()
-        report = sweep_project(db, proj, embedder, SweepOptions())
+        report = sweep_project(db, proj, embedder, SweepOptions(defer_vectors=False))
         took = time.perf_counter() - started
         with db.connection() as conn:
             chunks = store.summary(conn, SCHEMA).chunks
@@ -573,7 +573,11 @@ def server(
         def sweep() -> None:
             with contextlib.suppress(StopSweep):
                 sweep_project(
-                    db, sweeping, inner, SweepOptions(files_per_commit=5), progress=progress
+                    db,
+                    sweeping,
+                    inner,
+                    SweepOptions(files_per_commit=5, defer_vectors=False),
+                    progress=progress,
                 )
 
         sweeper = threading.Thread(target=sweep)

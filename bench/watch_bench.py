@@ -31,7 +31,7 @@ from bench.served import ServerThread, bench_settings
 from indexer.db import Database
 from indexer.embed import make_embedder
 from indexer.project import Project, Root
-from indexer.sweep import sweep_project
+from indexer.sweep import SweepOptions, sweep_project
 from rag_server.app import create_app
 from rag_server.config import (
     IndexerSettings,
@@ -89,7 +89,7 @@ def main() -> None:
     db = Database("", work / ".data").open()
     embedder = make_embedder("local")
     project = Project(PROJECT, (Root(root.resolve(), "src"),))
-    first = sweep_project(db, project, embedder)
+    first = sweep_project(db, project, embedder, SweepOptions(defer_vectors=False))
     settings = bench_settings(
         work / ".data",
         {PROJECT: project},

@@ -127,7 +127,7 @@ def main() -> None:
             t = time.perf_counter()
             copy_benchmark_index(db)
             print(f"copied the benchmark's index in {time.perf_counter() - t:.0f} s", flush=True)
-        report = sweep_project(db, project, model, SweepOptions())
+        report = sweep_project(db, project, model, SweepOptions(defer_vectors=False))
         with db.connection() as conn:
             chunks = store.summary(conn, SCHEMA).chunks
         print(

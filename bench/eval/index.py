@@ -135,7 +135,7 @@ def ensure_index(
             db,
             project,
             embedder,
-            SweepOptions(chunker=chunker_config(chunk_chars)),
+            SweepOptions(chunker=chunker_config(chunk_chars), defer_vectors=False),
             progress=_progress,
         )
     finally:

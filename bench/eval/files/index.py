@@ -77,7 +77,9 @@ def ensure_index(
     same = {k: old.get(k) for k in wanted} == wanted
     print(f"index {project.name}: {'checking' if same else 'sweeping'} ...", file=sys.stderr)
     started = time.perf_counter()
-    report = sweep_project(db, project, embedder, SweepOptions(), progress=_progress)
+    report = sweep_project(
+        db, project, embedder, SweepOptions(defer_vectors=False), progress=_progress
+    )
     print(file=sys.stderr)
     if report.files_failed:
         raise SystemExit(
