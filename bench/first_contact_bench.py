@@ -17,7 +17,7 @@ against a rows-first sweep followed by `embed_pending` (target <= 1.1 x). Then a
 checkout of the same files (a copy under another root, another project): its whole index,
 and how much of it came from the embedding cache every project shares.
 
-    .venv/bin/python -m bench.first_contact_bench                 # both parts
+    .venv/bin/python -m bench.first_contact_bench                 # every part
     .venv/bin/python -m bench.first_contact_bench --part 1 --runs 3
 """
 
@@ -220,11 +220,64 @@ def part2(db: Database, runs: int, count: int) -> None:
     shutil.rmtree(copy.parent, ignore_errors=True)
 
 
+def part3(db: Database, runs: int, count: int) -> None:
+    """Tokens per second: the bare model (its ONNX session on the texts as tokenized, a piece a
+    run as the product runs it, at 1 thread and at the configured threads) against the
+    product's embedder and against the vectors that follow a sweep's rows, on the same texts."""
+    from indexer.embed.local import DOCUMENTS, LocalEmbedder, default_threads
+
+    source = walk_project(project("bench_subset", ("litestar",))).files[:count]
+    tree = Path(tempfile.mkdtemp(prefix="code-rag-bench-tree-"))
+    for cand in source:
+        target = tree / cand.repo / cand.path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(cand.absolute, target)
+    proj = Project("bench_tokens", (Root(tree, "subset"),))
+    texts: dict[str, str] = {}
+    for cand in walk_project(proj).files:
+        result = chunk_file(cand.path, cand.absolute.read_bytes())
+        for c in [*result.chunks, *(c for _, c in lone_definitions(result))]:
+            texts.setdefault(content_hash(c), embedding_text(c, cand.path))
+    distinct = list(texts.values())
+    threads = default_threads()
+    models = {n: LocalEmbedder(threads=n) for n in sorted({1, threads})}
+    product = models[threads]
+    framed = [product.document_prefix + t for t in distinct]
+    tokens = sum(len(e.ids) for e in product.runtime.framer.encode_batch(framed))
+    for m in models.values():
+        m.runtime.run(framed[:4], DOCUMENTS, 1)  # load each session outside the timings
+    print(
+        f"\n## Part 3: {product.identity.describe()}, {len(distinct):,} distinct texts of "
+        f"{len(source)} files, {tokens:,} tokens as the model reads them (a window at most)"
+    )
+    for run in range(runs):
+        bare = {}
+        for n, m in models.items():
+            t = time.perf_counter()
+            m.runtime.run(framed, DOCUMENTS, 1)
+            bare[n] = tokens / (time.perf_counter() - t)
+        t = time.perf_counter()
+        product.embed_documents(distinct)
+        embedder = tokens / (time.perf_counter() - t)
+        fresh(db, proj.name)
+        sweep_project(db, proj, product, ROWS_FIRST)
+        vectors = embed_pending(db, proj, product)
+        phase = tokens / vectors.seconds
+        shown = ", ".join(f"{n} thread{'s' * (n > 1)} {v:,.0f}" for n, v in bare.items())
+        print(
+            f"run {run + 1}: bare model tokens/s: {shown}; the embedder {embedder:,.0f} "
+            f"({embedder / bare[threads]:.2f} x the bare model); the vectors after the rows "
+            f"{phase:,.0f} ({phase / bare[threads]:.2f} x; target >= 0.85)"
+        )
+    fresh(db, proj.name)
+    shutil.rmtree(tree, ignore_errors=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--part", type=int, choices=(1, 2))
+    parser.add_argument("--part", type=int, choices=(1, 2, 3))
     parser.add_argument("--runs", type=int, default=2)
     parser.add_argument("--model-files", type=int, default=40, help="part 2: files embedded")
     args = parser.parse_args()
@@ -238,6 +291,8 @@ def main() -> None:
                 part1(db, args.runs)
             if args.part in (None, 2):
                 part2(db, args.runs, args.model_files)
+            if args.part in (None, 3):
+                part3(db, args.runs, args.model_files)
     finally:
         shutil.rmtree(data, ignore_errors=True)
 
