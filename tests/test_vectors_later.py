@@ -14,6 +14,7 @@ from typing import Any
 import psycopg
 import pytest
 from ollama_standin import RUNNER_ERROR, OllamaStandin, ollama_standin
+from psycopg import sql as pgsql
 from test_sweep_bulk import CHUNKS, FILES, FIXTURES, SYMBOLS, TEXT, rows
 
 from indexer.db import Database, Schema, store
@@ -263,3 +264,26 @@ def test_a_sweep_of_many_files_writes_rows_first_and_a_few_changes_embed_at_once
     saved = apply_changes(database, project, embedder, {"src": ["m5.py"]})
     assert saved is not None and saved.chunks_embedded == 1 and saved.vectors_deferred == 0
     assert pending(conn, project.name) == 0
+
+
+def test_a_definition_whose_lines_cannot_be_read_back_fails_its_file_alone(
+    database: Database, conn: Conn, project_name: str, corpus: Path, embedder: Any
+) -> None:
+    project = Project(project_name, (Root(corpus, "corpus"),))
+    sweep_project(database, project, embedder, ROWS_FIRST)
+    # The exact text of one file no longer gives back what its definitions were hashed from.
+    conn.execute(
+        pgsql.SQL(
+            "UPDATE {s}.rag_text_block b SET content = b.content || ' '"
+            "  FROM {s}.rag_file f WHERE f.id = b.file_id AND f.path LIKE %s"
+        ).format(s=pgsql.Identifier(project.name)),
+        ("%python/invoice.py",),
+    )
+    conn.commit()
+    report = embed_pending(database, project, embedder, batch=16)
+    assert report.outcome == "partial" and report.files_failed == 1
+    [failure] = report.failures
+    assert failure["path"].endswith("python/invoice.py")
+    assert "could not be read back" in failure["reason"]
+    assert report.pending == 0 and pending(conn, project.name) == 0
+    assert report.definitions_embedded > 0  # every other file's definitions

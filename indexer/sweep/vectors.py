@@ -170,9 +170,10 @@ class _Phase:
                 report.outcome = "stopped"
                 break
             inputs = self._next_inputs()
-            if not inputs:
+            if inputs is None:
                 break
-            self._embed_and_write(inputs)
+            if inputs:  # empty: every row read belonged to a file that failed just now
+                self._embed_and_write(inputs)
             if progress is not None:
                 left = store.pending_counts(self.conn, self.schema).total
                 self.conn.rollback()
@@ -204,9 +205,10 @@ class _Phase:
         )
         return False
 
-    def _next_inputs(self) -> list[_Input]:
-        """The next batch of pending rows (chunks first), with their embedding texts. A
-        definition whose lines cannot be read back as the sweep read them fails its file."""
+    def _next_inputs(self) -> list[_Input] | None:
+        """The next batch of pending rows (chunks first), with their embedding texts; None
+        when none is pending. A definition whose lines cannot be read back as the sweep read
+        them fails its file (its rows are not pending any more)."""
         conn, schema = self.conn, self.schema
         chunks = store.pending_chunks(conn, schema, self.batch)
         definitions: list[PendingDefinition] = []
@@ -214,6 +216,8 @@ class _Phase:
             definitions = store.pending_definitions(conn, schema, self.batch - len(chunks))
         lines = store.file_lines(conn, schema, sorted({d.file_id for d in definitions}))
         conn.rollback()
+        if not chunks and not definitions:
+            return None
         inputs = [_chunk_input(c) for c in chunks]
         unreadable: dict[tuple[str, str, str | None], str] = {}
         for d in definitions:
