@@ -158,29 +158,38 @@ def part1(db: Database, runs: int) -> None:
     model.close()
 
 
-def part2(db: Database, runs: int, count: int) -> None:
-    source = walk_project(project("bench_subset", ("litestar",))).files[:count]
+def subset_tree(count: int) -> Path:
+    """A copy of the first `count` files of litestar, in a folder of its own."""
     tree = Path(tempfile.mkdtemp(prefix="code-rag-bench-tree-"))
-    for cand in source:
+    for cand in walk_project(project("bench_subset", ("litestar",))).files[:count]:
         target = tree / cand.repo / cand.path
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(cand.absolute, target)
-    proj = Project("bench_first_index", (Root(tree, "subset"),))
-    copy = Path(tempfile.mkdtemp(prefix="code-rag-bench-twin-")) / "subset"
-    shutil.copytree(tree, copy)
-    twin = Project("bench_second_checkout", (Root(copy, "subset"),))
-    # What a sweep embeds: each chunk and each definition no chunk speaks for, a text once
-    # (by its cache key, as the sweep keys them).
+    return tree
+
+
+def distinct_texts(proj: Project) -> list[str]:
+    """What a sweep of `proj` embeds: each chunk and each definition no chunk speaks for, a
+    text once (by its cache key, as the sweep keys them)."""
     texts: dict[str, str] = {}
     for cand in walk_project(proj).files:
         result = chunk_file(cand.path, cand.absolute.read_bytes())
         for c in [*result.chunks, *(c for _, c in lone_definitions(result))]:
             texts.setdefault(content_hash(c), embedding_text(c, cand.path))
-    distinct = list(texts.values())
+    return list(texts.values())
+
+
+def part2(db: Database, runs: int, count: int) -> None:
+    tree = subset_tree(count)
+    proj = Project("bench_first_index", (Root(tree, "subset"),))
+    copy = Path(tempfile.mkdtemp(prefix="code-rag-bench-twin-")) / "subset"
+    shutil.copytree(tree, copy)
+    twin = Project("bench_second_checkout", (Root(copy, "subset"),))
+    distinct = distinct_texts(proj)
     model = make_embedder("local")
     model.embed_documents(distinct[:8])  # load the model outside the timings
     print(
-        f"\n## Part 2: {model.identity.describe()}, {len(source)} files of litestar, "
+        f"\n## Part 2: {model.identity.describe()}, {count} files of litestar, "
         f"{len(distinct):,} distinct texts"
     )
     ratios = []
@@ -226,19 +235,9 @@ def part3(db: Database, runs: int, count: int) -> None:
     product's embedder and against the vectors that follow a sweep's rows, on the same texts."""
     from indexer.embed.local import DOCUMENTS, LocalEmbedder, default_threads
 
-    source = walk_project(project("bench_subset", ("litestar",))).files[:count]
-    tree = Path(tempfile.mkdtemp(prefix="code-rag-bench-tree-"))
-    for cand in source:
-        target = tree / cand.repo / cand.path
-        target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(cand.absolute, target)
+    tree = subset_tree(count)
     proj = Project("bench_tokens", (Root(tree, "subset"),))
-    texts: dict[str, str] = {}
-    for cand in walk_project(proj).files:
-        result = chunk_file(cand.path, cand.absolute.read_bytes())
-        for c in [*result.chunks, *(c for _, c in lone_definitions(result))]:
-            texts.setdefault(content_hash(c), embedding_text(c, cand.path))
-    distinct = list(texts.values())
+    distinct = distinct_texts(proj)
     threads = default_threads()
     models = {n: LocalEmbedder(threads=n) for n in sorted({1, threads})}
     product = models[threads]
@@ -248,7 +247,7 @@ def part3(db: Database, runs: int, count: int) -> None:
         m.runtime.run(framed[:4], DOCUMENTS, 1)  # load each session outside the timings
     print(
         f"\n## Part 3: {product.identity.describe()}, {len(distinct):,} distinct texts of "
-        f"{len(source)} files, {tokens:,} tokens as the model reads them (a window at most)"
+        f"{count} files, {tokens:,} tokens as the model reads them (a window at most)"
     )
     for run in range(runs):
         bare = {}

@@ -248,6 +248,20 @@ class GatedEmbedder:
         self.inner.close()
 
 
+def call(served: Served, project: str, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    """A tool's structured result over JSON-RPC; the call must succeed."""
+    response = served.rpc(
+        project,
+        "tools/call",
+        {"name": tool, "arguments": arguments},
+        headers={"MCP-Protocol-Version": "2025-11-25"},
+    )
+    assert response.status_code == 200, response.text
+    result: dict[str, Any] = response.json()["result"]
+    assert result["isError"] is False, result["content"][0]["text"]
+    return dict(result["structuredContent"])
+
+
 def wait_for(predicate: Any, timeout: float = 30, what: str = "the condition") -> Any:
     deadline = time.monotonic() + timeout
     while True:

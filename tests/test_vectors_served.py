@@ -17,6 +17,7 @@ from server_fixtures import (  # noqa: E402
     SHOP_FILES,
     GatedEmbedder,
     Served,
+    call,
     make_project,
     serve,
     standin_embedder,
@@ -33,19 +34,6 @@ if TYPE_CHECKING:
     from indexer.db import Database
 
 pytest_plugins = ["server_fixtures"]
-
-
-def call(served: Served, project: str, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
-    response = served.rpc(
-        project,
-        "tools/call",
-        {"name": tool, "arguments": arguments},
-        headers={"MCP-Protocol-Version": "2025-11-25"},
-    )
-    assert response.status_code == 200, response.text
-    result: dict[str, Any] = response.json()["result"]
-    assert result["isError"] is False, result["content"][0]["text"]
-    return dict(result["structuredContent"])
 
 
 def finished(served: Served, name: str) -> dict[str, Any] | None:

@@ -16,30 +16,26 @@ from indexer.sweep.vectors import VectorProgress, VectorReport
 PLAIN_EVERY_SECONDS = 5.0
 
 
-class SweepPrinter:
+class _Progress:
+    """One progress line: rewritten in place on a TTY, a plain line every few seconds (and
+    the last one) otherwise."""
+
     def __init__(self, stream: TextIO | None = None) -> None:
         self.stream = stream or sys.stderr
         self.tty = self.stream.isatty()
         self.last_plain = 0.0
         self.width = 0
 
-    def __call__(self, p: SweepProgress) -> None:
-        if p.phase == "walk":
-            self._line(f"{p.project}: {p.files_total:,} files to index", final=not self.tty)
-            return
-        if p.phase == "done":
-            self._clear()
-            return
-        text = (
-            f"{p.project}: {p.files_done:,}/{p.files_total:,} files  "
-            f"{p.files_per_second:,.0f} files/s  {p.chunks_written:,} chunks"
-        )
+    def _update(self, text: str, last: bool) -> None:
         now = time.monotonic()
         if self.tty:
             self._line(text)
-        elif now - self.last_plain >= PLAIN_EVERY_SECONDS or p.files_done == p.files_total:
+        elif now - self.last_plain >= PLAIN_EVERY_SECONDS or last:
             self.last_plain = now
             self._line(text, final=True)
+
+    def done(self) -> None:
+        self._clear()
 
     def _line(self, text: str, final: bool = False) -> None:
         if self.tty and not final:
@@ -58,25 +54,34 @@ class SweepPrinter:
             self.width = 0
 
 
-class VectorPrinter(SweepPrinter):
+class SweepPrinter(_Progress):
+    """A sweep's progress: files done of all, files per second, chunks written."""
+
+    def __call__(self, p: SweepProgress) -> None:
+        if p.phase == "walk":
+            self._line(f"{p.project}: {p.files_total:,} files to index", final=not self.tty)
+            return
+        if p.phase == "done":
+            self._clear()
+            return
+        text = (
+            f"{p.project}: {p.files_done:,}/{p.files_total:,} files  "
+            f"{p.files_per_second:,.0f} files/s  {p.chunks_written:,} chunks"
+        )
+        self._update(text, last=p.files_done == p.files_total)
+
+
+class VectorPrinter(_Progress):
     """Progress of the vectors a sweep left pending: done, left, rate, time left."""
 
-    def __call__(self, p: VectorProgress) -> None:  # type: ignore[override]
+    def __call__(self, p: VectorProgress) -> None:
         eta = p.eta_seconds
         left = "" if eta is None else f", about {_duration(eta)} left"
         text = (
             f"{p.project}: vectors {p.done:,} in, {p.pending:,} pending, "
             f"{p.per_second:,.1f}/s{left}"
         )
-        now = time.monotonic()
-        if self.tty:
-            self._line(text)
-        elif now - self.last_plain >= PLAIN_EVERY_SECONDS or not p.pending:
-            self.last_plain = now
-            self._line(text, final=True)
-
-    def done(self) -> None:
-        self._clear()
+        self._update(text, last=not p.pending)
 
 
 def _duration(seconds: float) -> str:
