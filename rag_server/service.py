@@ -252,19 +252,25 @@ class Service:
 
     def pending_vectors(self, name: str) -> PendingCounts:
         """How many of the project's vectors are pending (with the totals when some are),
-        read at most once every PENDING_TTL_S per project: searches ask on every call."""
+        read at most once every PENDING_TTL_S per project: searches ask on every call. A
+        database that fails to say counts as nothing pending (the search it serves already
+        has its hits)."""
         at = time.monotonic()
         with self._lock:
             cached = self._pending.get(name)
         if cached is not None and at - cached[0] < PENDING_TTL_S:
             return cached[1]
-        with self.db.reading(f"reading the index of {name}") as conn:
-            schema = Schema(name)
-            found = (
-                store.pending_counts(conn, schema, of_all=True)
-                if store.project_exists(conn, schema)
-                else PendingCounts()
-            )
+        try:
+            with self.db.reading(f"reading the index of {name}") as conn:
+                schema = Schema(name)
+                found = (
+                    store.pending_counts(conn, schema, of_all=True)
+                    if store.project_exists(conn, schema)
+                    else PendingCounts()
+                )
+        except RagError as exc:
+            log.warning("cannot tell how many vectors of %s are pending: %s", name, exc.message)
+            return PendingCounts()
         with self._lock:
             self._pending[name] = (at, found)
         return found
