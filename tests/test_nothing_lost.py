@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 from ollama_standin import OllamaStandin, ollama_standin
-from server_fixtures import Served, make_project, serve, unique_name, wait_for
+from server_fixtures import Served, call, make_project, serve, unique_name, wait_for
 
 from indexer.db import Database
 from indexer.embed import make_embedder
@@ -66,18 +66,6 @@ def reindex(served: Served, project: str) -> dict[str, Any]:
     )
     assert run.outcome == "ok", run.message
     return dict(run.report)
-
-
-def call(served: Served, project: str, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
-    response = served.rpc(
-        project,
-        "tools/call",
-        {"name": tool, "arguments": arguments},
-        headers={"MCP-Protocol-Version": "2025-11-25"},
-    )
-    result = response.json()["result"]
-    assert result["isError"] is False, result
-    return dict(result["structuredContent"])
 
 
 def search(served: Served, project: str, query: str) -> list[dict[str, Any]]:

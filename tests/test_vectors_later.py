@@ -49,6 +49,12 @@ def forget_shared_vectors(conn: Conn) -> None:
     conn.commit()
 
 
+def failed_paths(conn: Conn, name: str) -> list[str]:
+    found = [f.path for f in store.failures(conn, Schema(name))]
+    conn.rollback()
+    return found
+
+
 def pending(conn: Conn, name: str) -> int:
     found = store.pending_counts(conn, Schema(name)).total
     conn.rollback()
@@ -191,18 +197,14 @@ def test_an_input_the_embedder_refuses_fails_its_file_alone_until_the_next_sweep
     assert "refused" in report.failures[0]["reason"]
     # Its rows stay (keyword search finds it); nothing else waits; status names it.
     assert pending(conn, project.name) == 0
-    failures = store.failures(conn, Schema(project.name))
-    conn.rollback()
-    assert [f.path for f in failures] == ["poison.py"]
+    assert failed_paths(conn, project.name) == ["poison.py"]
     assert search_code(database, project, embedder, "poisoned", mode="keyword")
     # The next sweep reads it again; once the embedder takes it, it has its vectors.
     ollama_standin.poison = set()
     again = sweep_project(database, project, embedder, ROWS_FIRST)
     assert again.files_changed == 1
     assert embed_pending(database, project, embedder).outcome == "ok"
-    failures = store.failures(conn, Schema(project.name))
-    conn.rollback()
-    assert failures == [] and pending(conn, project.name) == 0
+    assert failed_paths(conn, project.name) == [] and pending(conn, project.name) == 0
 
 
 def test_an_embedder_outage_ends_the_run_and_leaves_the_rest_pending(
@@ -220,9 +222,7 @@ def test_an_embedder_outage_ends_the_run_and_leaves_the_rest_pending(
     report = embed_pending(database, project, embedder)
     assert report.outcome == "failed" and report.error and report.written == 0
     assert pending(conn, project.name) == before
-    failures = store.failures(conn, Schema(project.name))
-    conn.rollback()
-    assert failures == []  # the embedder failed, not the files
+    assert failed_paths(conn, project.name) == []  # the embedder failed, not the files
     ollama_standin.fail_all = None
     assert embed_pending(database, project, embedder).outcome == "ok"
     assert pending(conn, project.name) == 0
