@@ -13,6 +13,7 @@ import configparser
 import json
 import os
 import secrets
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -97,6 +98,15 @@ class Settings:
     indexer: IndexerSettings
     search: SearchSettings
     projects: dict[str, Project]
+    # Named groups of projects, each served as one endpoint over all its projects.
+    groups: dict[str, tuple[str, ...]] = field(default_factory=dict)
+
+    def members(self, name: str) -> tuple[str, ...] | None:
+        """The projects the endpoint `name` serves: the project itself, or a group's members;
+        None when `name` is neither."""
+        if name in self.projects:
+            return (name,)
+        return self.groups.get(name)
 
 
 # --- application.ini ------------------------------------------------------------------------
@@ -274,10 +284,11 @@ def _project(file: Path, name: object, body: object) -> Project:
     )
 
 
-def read_projects(path: Path) -> dict[str, Project]:
-    """Parse and check `rag-projects.json`; a missing file means no projects yet."""
+def read_projects(path: Path) -> tuple[dict[str, Project], dict[str, tuple[str, ...]]]:
+    """Parse and check `rag-projects.json`: its projects and its groups of projects; a missing
+    file means no projects yet."""
     if not path.exists():
-        return {}
+        return {}, {}
     try:
         document = json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as exc:
@@ -288,16 +299,57 @@ def read_projects(path: Path) -> dict[str, Project]:
         raise ConfigError(f"{path}: cannot be read: {exc}") from None
     if not isinstance(document, dict):
         raise ConfigError(f'{path}: expected an object like {{"projects": {{...}}}}')
-    unknown = sorted(set(document) - {"projects"})
+    unknown = sorted(set(document) - {"projects", "groups"})
     if unknown:
-        raise ConfigError(f'{path}: unknown key {unknown[0]!r}: expected "projects"')
+        raise ConfigError(f'{path}: unknown key {unknown[0]!r}: expected "projects" or "groups"')
     projects = document.get("projects", {})
     if not isinstance(projects, dict):
         raise ConfigError(
             f"{path}: projects = {json.dumps(projects)[:80]} is not valid: "
             "expected an object mapping project names to their roots"
         )
-    return {name: _project(path, name, body) for name, body in projects.items()}
+    found = {name: _project(path, name, body) for name, body in projects.items()}
+    return found, _groups(path, document.get("groups", {}), found)
+
+
+def _groups(
+    file: Path, groups: object, projects: Mapping[str, Project]
+) -> dict[str, tuple[str, ...]]:
+    """The groups of the projects file: each a valid name no project has (a group is served
+    at /rag-mcp/<group> beside the projects), over one or more configured projects."""
+    if not isinstance(groups, dict):
+        raise ConfigError(
+            f"{file}: groups = {json.dumps(groups)[:80]} is not valid: expected an object "
+            'mapping group names to lists of projects, such as {"platform": ["shop", "billing"]}'
+        )
+    checked: dict[str, tuple[str, ...]] = {}
+    for name, members in groups.items():
+        problem = project_name_problem(name)
+        if problem:
+            raise ConfigError(f"{file}: groups: {problem.replace('project name', 'group name')}")
+        if name in projects:
+            raise ConfigError(
+                f"{file}: groups.{name}: a project is named {name!r} too: "
+                "give the group another name (both would be served at the same URL)"
+            )
+        if (
+            not isinstance(members, list)
+            or not members
+            or not all(isinstance(m, str) for m in members)
+        ):
+            raise ConfigError(
+                f"{file}: groups.{name} = {json.dumps(members)[:80]} is not valid: "
+                "expected a non-empty list of project names"
+            )
+        for member in members:
+            if member not in projects:
+                known = ", ".join(sorted(projects)) or "none"
+                raise ConfigError(
+                    f"{file}: groups.{name}: {member!r} is not a project of this file "
+                    f"(its projects: {known})"
+                )
+        checked[name] = tuple(dict.fromkeys(members))
+    return checked
 
 
 # --- the token --------------------------------------------------------------------------------
@@ -350,6 +402,7 @@ def load_settings(config_path: Path | None = None, *, create_token: bool = True)
     elif not server.token and create_token:
         server = ServerSettings(server.host, server.port, ensure_token(data_dir))
 
+    projects, groups = read_projects(projects_path)
     database = DatabaseSettings(**ini.get("database", {}))
     env_dsn = os.environ.get(DSN_ENV, "").strip()
     if env_dsn:
@@ -364,7 +417,8 @@ def load_settings(config_path: Path | None = None, *, create_token: bool = True)
         embedding=EmbeddingSettings(**ini.get("embedding", {})),
         indexer=IndexerSettings(**ini.get("indexer", {})),
         search=SearchSettings(**ini.get("search", {})),
-        projects=read_projects(projects_path),
+        projects=projects,
+        groups=groups,
     )
 
 

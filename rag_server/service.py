@@ -93,6 +93,19 @@ class RunOutcome:
         return data
 
 
+@dataclass(frozen=True)
+class Endpoint:
+    """What one MCP endpoint serves: a project (`single`), or a group's projects."""
+
+    name: str
+    projects: tuple[Project, ...]
+    single: bool
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(p.name for p in self.projects)
+
+
 def new_run_id() -> str:
     return uuid.uuid4().hex[:12]
 
@@ -133,6 +146,17 @@ class Service:
                 "against rag-projects.json"
             )
         return found
+
+    def endpoint(self, name: str) -> Endpoint:
+        """What `/rag-mcp/<name>` serves: one project, or a group of them. The error names
+        nothing that is served (see `project`)."""
+        members = self.settings.members(name)
+        if members is None or not all(m in self.projects for m in members):
+            raise ProjectNotFound(
+                f"no project or group named {name!r} is served here: check the last part of "
+                "the URL against rag-projects.json"
+            )
+        return Endpoint(name, tuple(self.projects[m] for m in members), name in self.projects)
 
     def select(self, name: str) -> list[Project]:
         """One project, or every project for "all" (the admin endpoint's spelling)."""
