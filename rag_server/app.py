@@ -1,6 +1,7 @@
 """The Litestar app: routes, the guard in front of them, and the lifespan that opens everything.
 
-    POST /rag-mcp/{project}   MCP (streamable HTTP, stateless), one endpoint per project
+    POST /rag-mcp/{project}   MCP (streamable HTTP, stateless), one endpoint per project and
+                              one per group of projects
     POST /rag-admin           admin JSON-RPC: reindex, status
     GET/DELETE on either      405, Allow: POST (after the guard)
 
@@ -46,7 +47,7 @@ from rag_server.config import (
 from rag_server.jsonrpc import FORBIDDEN, INVALID_REQUEST, NOT_FOUND, RpcError
 from rag_server.scheduler import SweepScheduler
 from rag_server.service import Service
-from rag_server.tools import ProjectTools
+from rag_server.tools import EndpointTools
 from rag_server.watch import Watchers
 
 log = logging.getLogger("code_rag.app")
@@ -163,14 +164,14 @@ async def _read_body(request: Request) -> bytes | mcp.Reply:
 async def mcp_endpoint(request: Request) -> Response[bytes]:
     service = _service(request)
     try:
-        found = service.project(request.path_params["project"])
+        found = service.endpoint(request.path_params["project"])
     except ProjectNotFound as exc:
         return _respond(mcp.Reply(404, RpcError(NOT_FOUND, exc.message).to_dict()))
     body = await _read_body(request)
     if isinstance(body, mcp.Reply):
         return _respond(body)
     headers = {name.lower(): value for name, value in request.headers.items()}
-    reply = await mcp.handle_post(body, headers, ProjectTools(service, found))
+    reply = await mcp.handle_post(body, headers, EndpointTools(service, found))
     return _respond(reply)
 
 

@@ -299,6 +299,16 @@ class Service:
             self._pending[name] = (at, found)
         return found
 
+    def pending_vectors_of(self, names: Iterable[str]) -> PendingCounts:
+        """`pending_vectors` of several projects, added up (a group's search)."""
+        counts = [self.pending_vectors(name) for name in names]
+        return PendingCounts(
+            sum(c.chunks for c in counts),
+            sum(c.definitions for c in counts),
+            sum(c.all_chunks for c in counts),
+            sum(c.all_definitions for c in counts),
+        )
+
     def queue_pending_vectors(self) -> None:
         """Queue every project whose index has vectors pending (a previous process stopped
         before they were all in)."""

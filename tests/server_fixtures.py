@@ -107,6 +107,7 @@ def server_settings(
     dsn: str,
     *,
     interval_minutes: int = 10,
+    groups: Mapping[str, tuple[str, ...]] | None = None,
 ) -> Settings:
     return Settings(
         config_path=work_dir / "application.ini",
@@ -118,6 +119,7 @@ def server_settings(
         indexer=IndexerSettings(sweep_interval_minutes=interval_minutes),
         search=SearchSettings(),
         projects=dict(projects),
+        groups=dict(groups or {}),
     )
 
 
@@ -182,10 +184,12 @@ def serve(
     embedder: Embedder | None = None,
     interval_minutes: int = 10,
     watch: bool = False,
+    groups: Mapping[str, tuple[str, ...]] | None = None,
 ) -> Iterator[Served]:
-    """Serve `projects` until the generator is closed; drop their schemas afterwards."""
+    """Serve `projects` (and `groups` of them) until the generator is closed; drop their
+    schemas afterwards."""
     settings = server_settings(
-        work_dir, projects, standin, database.dsn, interval_minutes=interval_minutes
+        work_dir, projects, standin, database.dsn, interval_minutes=interval_minutes, groups=groups
     )
     app = create_app(
         settings,

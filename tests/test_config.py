@@ -223,3 +223,37 @@ def test_explicit_missing_config_file(tmp_path: Path) -> None:
     assert error_of(missing) == (
         f"{missing}: no such configuration file (run `./bld init` to write one)"
     )
+
+
+def _with_groups(folder: Path, groups: object) -> Path:
+    """An ini and a projects file with projects `app` and `web`, and `groups`."""
+    for name in ("app", "web"):
+        (folder / name).mkdir(exist_ok=True)
+    path = write(folder)
+    document = {"projects": {"app": {"roots": ["app"]}, "web": {"roots": ["web"]}}}
+    document["groups"] = groups  # type: ignore[assignment]
+    (folder / "rag-projects.json").write_text(json.dumps(document), encoding="utf-8")
+    return path
+
+
+def test_groups_name_configured_projects(tmp_path: Path) -> None:
+    settings = load_settings(_with_groups(tmp_path, {"platform": ["app", "web", "app"]}))
+    assert settings.groups == {"platform": ("app", "web")}  # a repeat counts once
+    assert settings.members("platform") == ("app", "web")
+    assert settings.members("app") == ("app",)
+    assert settings.members("nothing") is None
+
+
+@pytest.mark.parametrize(
+    ("groups", "message"),
+    [
+        ({"platform": ["app", "billing"]}, "groups.platform: 'billing' is not a project of this"),
+        ({"app": ["web"]}, "groups.app: a project is named 'app' too"),
+        ({"Platform": ["app"]}, "'Platform' is not a valid group name"),
+        ({"platform": []}, "groups.platform = [] is not valid: expected a non-empty list"),
+        ({"platform": "app"}, "expected a non-empty list of project names"),
+        (["app"], 'groups = ["app"] is not valid: expected an object'),
+    ],
+)
+def test_a_bad_group_names_the_fix(tmp_path: Path, groups: object, message: str) -> None:
+    assert message in error_of(_with_groups(tmp_path, groups))

@@ -27,6 +27,19 @@ LIFT_SPACING = 60
 SHORTLIST = 3
 # Files read back beyond top_k by file, for a file whose chunks a concurrent sweep removed.
 SPARE_FILES = 2
+# A search over several projects (`parts.py`) tells their chunks apart by the project's place
+# among them in the bits above these: the first project's ids are its own.
+PART_SHIFT = 40
+
+
+def global_id(part: int, local: int) -> int:
+    """The id of chunk (or file) `local` of the project at place `part` of a search."""
+    return (part << PART_SHIFT) | local
+
+
+def part_of(gid: int) -> int:
+    """The place of the project that chunk (or file) `gid` of a search is in."""
+    return gid >> PART_SHIFT
 
 
 @dataclass(frozen=True)
@@ -226,14 +239,14 @@ def collapse(
     the definition's lines. A range overlapping a better one of its file is left out; a
     chunk without its row (removed meanwhile) is skipped."""
     hits: list[Hit] = []
-    shown: dict[tuple[str, str], list[StoredChunk]] = {}
+    shown: dict[tuple[int, str, str], list[StoredChunk]] = {}
     for group in groups:
         ranges: list[tuple[StoredChunk, int]] = []
         for chunk_id in group:
             row = _whole(chunk_id, details, pieces or {})
             if row is None:
                 continue
-            kept = shown.setdefault((row.repo, row.path), [])
+            kept = shown.setdefault((part_of(chunk_id), row.repo, row.path), [])
             if not any(_overlaps(row, k) for k in kept):
                 ranges.append((row, chunk_id))
                 kept.append(row)

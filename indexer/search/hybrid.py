@@ -13,25 +13,18 @@ whole files.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime
 from functools import partial
 from typing import Any
 
 from indexer import clock, truncate
-from indexer.db import Conn, Database, Schema, lookup, store
+from indexer.db import ChunkFile, Conn, Database, Schema, store
 from indexer.embed import Embedder, EmbeddingModel, ensure_same_model
 from indexer.errors import InvalidArgument
 from indexer.project import Project
-from indexer.search.candidates import (
-    DEFAULT_EF_SEARCH,
-    SYMBOL_QUERY_RE,
-    nearest,
-    other_candidates,
-    shaping_rows,
-    vector_query,
-)
+from indexer.search.candidates import DEFAULT_EF_SEARCH, SYMBOL_QUERY_RE, vector_query
 from indexer.search.chunks import located
 from indexer.search.filters import Filters
 from indexer.search.fusion import (
@@ -46,10 +39,18 @@ from indexer.search.fusion import (
     files_of,
     fuse,
     ordered,
+    part_of,
     scored,
     shortlist,
 )
 from indexer.search.keyword import TermStatsCache
+from indexer.search.parts import (
+    Part,
+    chunk_files,
+    nearest_over,
+    other_candidates,
+    shaping_rows_over,
+)
 from indexer.search.query_cache import QueryVectorCache
 from indexer.search.roles import Located, PathRoles
 
@@ -78,6 +79,7 @@ class SearchHit:
     index_age_s: int | None = None  # seconds since its file was indexed
     symbols: list[str] = field(default_factory=list)  # the definitions whose signature it holds
     also: list[AlsoRange] = field(default_factory=list)  # by file: the file's further matches
+    project: str = ""  # the project the hit is in (a group's search spans several)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -95,7 +97,7 @@ class AlsoRange:
 
 def search_code(
     db: Database,
-    project: Project,
+    project: Project | Sequence[Project],
     embedder: Embedder | None,
     query: str,
     *,
@@ -110,9 +112,10 @@ def search_code(
     term_stats: TermStatsCache | None = None,
     by_file: bool = True,
 ) -> list[SearchHit]:
-    """Ranked hits for `query` in `project`; `mode` is hybrid, vector or keyword. `by_file`
-    (the default): one hit per file, at its best chunk, with the file's further chunks that a
-    search by chunk would have shown as `also` ranges; without it, a hit per chunk.
+    """Ranked hits for `query` in `project` (or over several projects, a group, as one index:
+    `parts.py`); `mode` is hybrid, vector or keyword. `by_file` (the default): one hit per
+    file, at its best chunk, with the file's further chunks that a search by chunk would have
+    shown as `also` ranges; without it, a hit per chunk. Every hit names its project.
 
     The lists that need no query vector (keyword, exact symbol, verbatim identifier) are
     gathered on a connection of their own in a second thread while this one embeds the query
@@ -121,16 +124,16 @@ def search_code(
     read committed data: a chunk a concurrent sweep removed in between is skipped.
     """
     query = _checked_query(query, top_k, mode, embedder)
+    projects = [project] if isinstance(project, Project) else list(project)
     lists = _Lists(
         db,
-        Schema(project.name),
-        Filters.checked(project, repo, language, path_glob).params(),
+        _parts(projects, repo, language, path_glob),
         ranking.deep_enough(top_k * 3),
         term_stats,
-        f"searching {project.name}",
+        f"searching {', '.join(p.name for p in projects)}",
         query,
         # A path_glob chose the files: none of them counts for less for what it is.
-        PathRoles.of(project) if path_glob is None else None,
+        path_glob is None,
         by_file,
     )
     if mode == "keyword":
@@ -140,7 +143,42 @@ def search_code(
     else:
         assert embedder is not None
         scores, hits = _with_vectors(lists, embedder, query, mode, top_k, ef_search, query_vectors)
-    return _search_hits(project, scores, hits)
+    return _search_hits(lists.parts, scores, hits)
+
+
+@dataclass(frozen=True)
+class _Part(Part):
+    """A project searched: its part of the lists, and how it reads its paths."""
+
+    project: Project
+    roles: PathRoles
+
+
+def _parts(
+    projects: Sequence[Project], repo: str | None, language: str | None, path_glob: str | None
+) -> list[_Part]:
+    """The projects to search with their filters checked; with a `repo` filter, those of
+    them that have such a root (at least one must)."""
+    if not projects:
+        raise InvalidArgument("no project to search")
+    chosen = list(projects)
+    if repo is not None and len(projects) > 1:
+        chosen = [p for p in projects if p.root(repo) is not None]
+        if not chosen:
+            names = sorted({f"{r.name}" for p in projects for r in p.roots})
+            raise InvalidArgument(
+                f"repo {repo!r} is not a root of these projects: use one of {', '.join(names)}"
+            )
+    return [
+        _Part(
+            index,
+            Schema(p.name),
+            Filters.checked(p, repo, language, path_glob).params(),
+            p,
+            PathRoles.of(p),
+        )
+        for index, p in enumerate(chosen)
+    ]
 
 
 def _with_vectors(
@@ -165,11 +203,10 @@ def _with_vectors(
         others.wait_holding()
         with lists.db.reading(lists.what) as conn, conn.transaction():
             lists.check_model(conn, embedder.identity)
-            found = nearest(
+            found = nearest_over(
                 conn,
-                lists.schema,
+                lists.parts,
                 vector,
-                lists.filters,
                 lists.ranking,
                 ef_search,
                 lists.db.iterative_scan,
@@ -199,16 +236,15 @@ def _checked_query(query: str, top_k: int, mode: str, embedder: Embedder | None)
 
 @dataclass(frozen=True)
 class _Lists:
-    """One search's lists, gathered under one schema, filters and ranking."""
+    """One search's lists, gathered over its projects under one set of filters and ranking."""
 
     db: Database
-    schema: Schema
-    filters: dict[str, Any]
+    parts: list[_Part]
     ranking: Ranking
     term_stats: TermStatsCache | None
     what: str
     query: str
-    roles: PathRoles | None  # None: every file counts as code
+    demote: bool  # False: every file counts as code
     by_file: bool
 
     def others(self, query: str, mode: str, holding: Callable[[], None]) -> Candidates:
@@ -222,15 +258,14 @@ class _Lists:
 
     def others_on(self, conn: Conn, query: str, *, keyword: bool) -> Candidates:
         """Every list but the vector one, on `conn`; the keyword side only with `keyword`."""
-        return other_candidates(
-            conn, self.schema, query, self.filters, self.ranking, keyword, self.term_stats
-        )
+        return other_candidates(conn, self.parts, query, self.ranking, keyword, self.term_stats)
 
     def check_model(self, conn: Conn, model: EmbeddingModel) -> None:
-        """Refuse a query vector of another model than the index's."""
-        recorded = store.get_meta(conn, self.schema, "embedding")
-        if recorded is not None:
-            ensure_same_model(EmbeddingModel.from_dict(recorded), model, self.schema.name)
+        """Refuse a query vector of another model than each index's."""
+        for part in self.parts:
+            recorded = store.get_meta(conn, part.schema, "embedding")
+            if recorded is not None:
+                ensure_same_model(EmbeddingModel.from_dict(recorded), model, part.schema.name)
 
     def fused_hits(
         self, conn: Conn, candidates: Candidates, top_k: int
@@ -243,8 +278,8 @@ class _Lists:
         # shortlist's rows (and the pieces of the definitions they split), fuse again.
         scores = fuse(candidates, self.ranking)
         best = shortlist(scores, top_k)
-        details, pieces = shaping_rows(conn, self.schema, best)
-        demoted = self._demoted(details.values())
+        details, pieces = shaping_rows_over(conn, self.parts, best)
+        demoted = self._demoted(ChunkFile(gid, 0, row.path) for gid, row in details.items())
         if demoted:
             scores = fuse(candidates, self.ranking, demoted)
             best = ordered(best, scores)
@@ -259,35 +294,54 @@ class _Lists:
         (over the same order) fold into their files' hits, so none is lost."""
         ids = {*candidates.vector, *candidates.keyword, *candidates.exact, *candidates.verbatim}
         files = {cid: candidates.files[cid] for cid in ids if cid in candidates.files}
-        files |= lookup.chunk_files(conn, self.schema, sorted(ids - files.keys()))
+        files |= chunk_files(conn, self.parts, sorted(ids - files.keys()))
         file_of = {cid: f.file_id for cid, f in files.items()}
         scores = fuse(candidates, self.ranking, self._demoted(files.values()))
         ranked = [cid for cid in ordered(scores, scores) if cid in file_of]
         window = ranked[: top_k * SHORTLIST]
         heads = [group[0] for group in by_file(ranked, file_of, top_k)]
-        details, pieces = shaping_rows(conn, self.schema, list(dict.fromkeys(window + heads)))
+        details, pieces = shaping_rows_over(conn, self.parts, list(dict.fromkeys(window + heads)))
         shown = {hit.ranked_by for hit in chunk_hits(window, details, top_k, pieces)}
         groups = by_file(ranked, file_of, top_k, shown)
         return scores, collapse(groups, details, top_k, pieces)
 
     def _demoted(self, rows: Iterable[Located]) -> set[int]:
-        return set() if self.roles is None else self.roles.demoted_chunks(rows, self.query)
+        """Of the chunks `rows` (global ids), those of files that are not code, each by its
+        own project's reading of its paths."""
+        if not self.demote:
+            return set()
+        if len(self.parts) == 1:
+            return self.parts[0].roles.demoted_chunks(rows, self.query)
+        of_part: dict[int, list[Located]] = {}
+        for row in rows:
+            of_part.setdefault(part_of(row.chunk_id), []).append(row)
+        return {
+            cid
+            for index, found in of_part.items()
+            for cid in self.parts[index].roles.demoted_chunks(found, self.query)
+        }
 
 
-def _search_hits(project: Project, scores: dict[int, float], hits: list[Hit]) -> list[SearchHit]:
+def _search_hits(
+    parts: Sequence[_Part], scores: dict[int, float], hits: list[Hit]
+) -> list[SearchHit]:
     now = clock.now()
-    problems = {repo: project.unavailable(repo) for repo in {hit.row.repo for hit in hits}}
+    projects = [parts[part_of(hit.ranked_by)].project for hit in hits]
+    problems = {
+        (p.name, h.row.repo): p.unavailable(h.row.repo) for p, h in zip(projects, hits, strict=True)
+    }
     return [
         SearchHit(
             **located(project, hit.row),
             score=round(scores[hit.ranked_by], 6),
             snippet=snippet_of(hit.row.content),
-            stale=problems[hit.row.repo] is not None,
+            stale=problems[(project.name, hit.row.repo)] is not None,
             index_age_s=_age(hit.row.indexed_at, now),
             symbols=list(hit.row.symbols),
             also=[AlsoRange(r.chunk_id, r.start_line, r.end_line, r.symbol) for r in hit.also],
+            project=project.name,
         )
-        for hit in hits
+        for project, hit in zip(projects, hits, strict=True)
     ]
 
 

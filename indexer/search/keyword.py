@@ -80,6 +80,25 @@ def read_term_stats(conn: Conn, schema: Schema) -> TermStats:
     return TermStats(rows, shares, floor / 2)
 
 
+def merged_stats(parts: Sequence[TermStats]) -> TermStats:
+    """The statistics of several projects' keyword columns as if they were one: rows added,
+    each term's share weighted by its project's rows (a project that does not list a term
+    counts it at its floor). A term is as rare over a group as over the same code indexed as
+    one project, so one query weighs its terms alike in every project it searches."""
+    known = [s for s in parts if s.known]
+    if len(known) == 1 and len(parts) == 1:
+        return known[0]
+    rows = sum(s.rows for s in parts)
+    if not known or rows <= 0:
+        return TermStats(rows, {}, 0.0)
+    terms = {t for s in known for t in s.shares}
+    shares = {
+        t: sum(s.shares.get(t, s.floor) * s.rows for s in parts) / rows for t in sorted(terms)
+    }
+    floor = sum(s.floor * s.rows for s in parts) / rows
+    return TermStats(rows, shares, floor)
+
+
 def _share(stats: TermStats, word: str, prefix: bool) -> float:
     share = stats.shares.get(word, stats.floor)
     base = lexical.stem(word) if prefix else word
@@ -113,9 +132,10 @@ def keyword_candidates(
     filters: Mapping[str, Any],
     ranking: Ranking,
     term_stats: TermStatsCache | None = None,
+    stats: TermStats | None = None,
 ) -> list[Ranked]:
     """The keyword ranker's list for `query` with its scores, best first (see `Ranking`); the
-    term statistics from `term_stats`, or read now."""
+    term statistics `stats` (a group's), or the project's from `term_stats`, or read now."""
     words = lexical.query_terms(query, stopwords=ranking.stopwords)
     if not words:
         return []
@@ -127,7 +147,8 @@ def keyword_candidates(
     if not ranking.idf:
         params["tsquery"] = lexical.tsquery_any(words, prefix=ranking.prefix)
         return lookup.keyword_candidates(conn, schema, params, None)
-    stats = term_stats.get(conn, schema) if term_stats else read_term_stats(conn, schema)
+    if stats is None:
+        stats = term_stats.get(conn, schema) if term_stats else read_term_stats(conn, schema)
     plan = keyword_plan(words, stats, ranking)
     params.update(
         norm=ranking.normalization,

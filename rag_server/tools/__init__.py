@@ -1,15 +1,16 @@
-"""The MCP tools of one project: their specs (schemas, descriptions written for an agent) and
-handlers, and the toolbox that binds them to a project.
+"""The MCP tools of one endpoint (a project, or a group of projects): their specs (schemas,
+descriptions written for an agent) and handlers, and the toolbox that binds them to an endpoint.
 
     spec.py        what a tool is; argument checks; results and their size bound
     schemas.py     the schema fragments several tools share
     search.py      search_code, get_chunk
     navigation.py  find_symbol, get_outline, grep, find_references
     project.py     list_repos, index_status
-    toolbox.py     the tool list, and the tools bound to one project
+    group.py       the tools over an endpoint's projects: one, or a group's
+    toolbox.py     the tool list, and the tools bound to one endpoint
 """
 
 from rag_server.tools.spec import ToolSpec, check_arguments
-from rag_server.tools.toolbox import TOOLS, TOOLS_BY_NAME, ProjectTools
+from rag_server.tools.toolbox import TOOLS, TOOLS_BY_NAME, EndpointTools
 
-__all__ = ["TOOLS", "TOOLS_BY_NAME", "ProjectTools", "ToolSpec", "check_arguments"]
+__all__ = ["TOOLS", "TOOLS_BY_NAME", "EndpointTools", "ToolSpec", "check_arguments"]

@@ -28,6 +28,7 @@ from rag_server.service import Service
 from rag_server.tools.schemas import (
     FILTERS,
     NULLABLE_STRING,
+    PROJECT_NAME,
     filter_arguments,
     how_many,
     input_schema,
@@ -44,6 +45,7 @@ SYMBOL_SCHEMA: dict[str, Any] = {
         },
         "kind": {"type": "string", "description": "function, method, class, struct, ..."},
         "language": NULLABLE_STRING,
+        "project": PROJECT_NAME,
         "repo": {"type": "string"},
         "path": {"type": "string", "description": "path relative to the root"},
         "start_line": {"type": "integer", "description": "first line, doc comments included"},
@@ -135,6 +137,7 @@ _OUTLINE_ENTRY: dict[str, Any] = {
 GET_OUTLINE_OUTPUT: dict[str, Any] = {
     "type": "object",
     "properties": {
+        "project": PROJECT_NAME,
         "repo": {"type": "string"},
         "path": {"type": "string"},
         "language": NULLABLE_STRING,
@@ -153,6 +156,7 @@ _MAX_RESULTS = how_many(
 _LINE: dict[str, Any] = {
     "type": "object",
     "properties": {
+        "project": PROJECT_NAME,
         "repo": {"type": "string"},
         "path": {"type": "string", "description": "path relative to the root"},
         "line": {"type": "integer", "description": "1-based line number"},

@@ -11,13 +11,20 @@ from typing import Any
 
 from indexer.project import Project
 from rag_server.service import Service
-from rag_server.tools.schemas import NO_INPUT, NULLABLE_STRING
+from rag_server.tools.schemas import NO_INPUT, NULLABLE_STRING, PROJECT_NAME
 from rag_server.tools.spec import ToolSpec
+
+GROUP_PROJECTS: dict[str, Any] = {
+    "type": "array",
+    "items": {"type": "string"},
+    "description": "on a group's endpoint: its projects (`project` is the group's name)",
+}
 
 LIST_REPOS_OUTPUT: dict[str, Any] = {
     "type": "object",
     "properties": {
         "project": {"type": "string"},
+        "projects": GROUP_PROJECTS,
         "indexed": {"type": "boolean"},
         "last_sweep_at": NULLABLE_STRING,
         "vectors_pending": {
@@ -30,6 +37,7 @@ LIST_REPOS_OUTPUT: dict[str, Any] = {
             "items": {
                 "type": "object",
                 "properties": {
+                    "project": PROJECT_NAME,
                     "repo": {"type": "string"},
                     "root": {"type": "string"},
                     "files": {"type": "integer"},
@@ -48,6 +56,12 @@ INDEX_STATUS_OUTPUT: dict[str, Any] = {
     "type": "object",
     "properties": {
         "project": {"type": "string"},
+        "projects": {
+            "type": "array",
+            "items": {"type": "object"},
+            "description": "on a group's endpoint: each project's status, as its own "
+            "endpoint reports it (the fields above say what they say together)",
+        },
         "indexed": {"type": "boolean"},
         "sweep_running": {"type": "boolean"},
         "next_sweep_at": NULLABLE_STRING,

@@ -16,6 +16,17 @@ CHUNK_ID: dict[str, Any] = {
     "description": "a chunk_id from search_code",
 }
 NO_INPUT: dict[str, Any] = {"type": "object", "properties": {}, "additionalProperties": False}
+PROJECT_NAME: dict[str, Any] = {
+    "type": "string",
+    "description": "the project it is in (an endpoint of a group serves several)",
+}
+# Every tool's argument that narrows an endpoint of a group to one of its projects.
+PROJECT: dict[str, Any] = {
+    "type": "string",
+    "minLength": 1,
+    "description": "Only this project (of a group's endpoint: list_repos names them; every "
+    "hit and match says its project). On a project's own endpoint, its own name or nothing.",
+}
 
 # The filters every tool that searches the index takes.
 REPO: dict[str, Any] = {"type": "string", "description": "Only this root (see list_repos)."}

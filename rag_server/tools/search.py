@@ -8,7 +8,7 @@ carries, with context lines from the file when asked.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from indexer import truncate
@@ -27,6 +27,7 @@ from rag_server.tools.schemas import (
     CHUNK_ID,
     FILTERS,
     NULLABLE_STRING,
+    PROJECT_NAME,
     filter_arguments,
     how_many,
     input_schema,
@@ -40,6 +41,7 @@ HIT_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
         "chunk_id": CHUNK_ID,
+        "project": PROJECT_NAME,
         "repo": {"type": "string", "description": "the root (repository) label"},
         "path": {"type": "string", "description": "path relative to the root"},
         "absolute_path": {"type": "string"},
@@ -145,6 +147,7 @@ GET_CHUNK_OUTPUT: dict[str, Any] = {
     "type": "object",
     "properties": {
         "chunk_id": CHUNK_ID,
+        "project": PROJECT_NAME,
         "repo": {"type": "string"},
         "path": {"type": "string"},
         "absolute_path": {"type": "string"},
@@ -189,10 +192,17 @@ def bound_hits(query: str, hits: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def search_handler(service: Service, project: Project, args: Mapping[str, Any]) -> dict[str, Any]:
+    return search_over(service, [project], args)
+
+
+def search_over(
+    service: Service, projects: Sequence[Project], args: Mapping[str, Any]
+) -> dict[str, Any]:
+    """search_code over one project or a group's projects, ranked as one index."""
     query = str(args["query"])
     hits = search_code(
         service.db,
-        project,
+        projects,
         service.embedder,
         query,
         top_k=int(args.get("top_k") or DEFAULT_TOP_K),
@@ -209,7 +219,7 @@ def search_handler(service: Service, project: Project, args: Mapping[str, Any]) 
             "No hits. Try other words or identifiers, drop filters, or check index_status "
             "(a first sweep may still be running)."
         )
-    pending = service.pending_vectors(project.name)
+    pending = service.pending_vectors_of([p.name for p in projects])
     if pending.total:
         result["vectors_ready"] = pending.ready_share
         notes.append(

@@ -1,0 +1,227 @@
+"""The tools over one endpoint: a project, or a group's projects answered as one.
+
+Every tool takes `project`, which narrows a group's endpoint to one of its projects. Every hit
+names its project; on a group's endpoint, so does every symbol, match, reference, root, chunk
+and outline (a project's own endpoint leaves them out: the project is the endpoint's).
+Over several projects:
+
+    search_code                         one search over them all, ranked as one index would
+                                        rank it (`indexer.search.parts`)
+    find_symbol                         each project's definitions, taken in turn; exact names
+                                        win over a fuzzy fallback, as within one project
+    grep, find_references               each project's lines, in the group's order, up to
+                                        max_results in all (`complete` says when cut)
+    get_outline                         the project that has the root; `project` when several do
+    get_chunk                           `project` needed: chunk ids are each project's own
+    list_repos, index_status            every project's, each named
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from itertools import zip_longest
+from typing import Any
+
+from indexer.errors import InvalidArgument
+from indexer.project import Project
+from indexer.search import DEFAULT_MAX_RESULTS, DEFAULT_SYMBOL_LIMIT
+from rag_server.service import Endpoint, Service
+from rag_server.tools.search import search_over
+from rag_server.tools.spec import ToolSpec, bound_list
+
+# The list each tool's result holds, whose entries name their project.
+ITEMS = {
+    "find_symbol": "symbols",
+    "grep": "matches",
+    "find_references": "references",
+    "list_repos": "repos",
+}
+
+
+def answer(
+    tool: ToolSpec, service: Service, endpoint: Endpoint, args: Mapping[str, Any]
+) -> dict[str, Any]:
+    """`tool`'s result for `args` over the endpoint's projects (or the one `project` names)."""
+    projects = chosen(endpoint, args.get("project"), args.get("repo"))
+    rest = {key: value for key, value in args.items() if key != "project"}
+    if tool.name == "search_code":
+        return search_over(service, projects, rest)
+    if endpoint.single:
+        return tool.handler(service, projects[0], rest)
+    if len(projects) == 1:
+        [project] = projects
+        return _named(tool, tool.handler(service, project, rest), project.name)
+    merge = MERGES.get(tool.name)
+    if merge is None:  # a tool of one project at a time: get_chunk
+        names = ", ".join(p.name for p in projects)
+        raise InvalidArgument(
+            f"{tool.name} reads one project: pass project (one of {names}); every hit names "
+            "its project"
+        )
+    return merge(tool, service, projects, rest, endpoint)
+
+
+def chosen(endpoint: Endpoint, project: object, repo: object) -> list[Project]:
+    """The endpoint's projects a call reads: the one `project` names, or all of them; with a
+    `repo` filter over several, those that have such a root (at least one must)."""
+    if project is not None:
+        for p in endpoint.projects:
+            if p.name == project:
+                return [p]
+        names = ", ".join(endpoint.names)
+        raise InvalidArgument(f"project {project!r} is not served here: use one of {names}")
+    projects = list(endpoint.projects)
+    if isinstance(repo, str) and repo and len(projects) > 1:
+        having = [p for p in projects if p.root(repo) is not None]
+        if not having:
+            roots = ", ".join(sorted({r.name for p in projects for r in p.roots}))
+            raise InvalidArgument(
+                f"repo {repo!r} is not a root of these projects: use one of {roots}"
+            )
+        return having
+    return projects
+
+
+def _named(tool: ToolSpec, result: dict[str, Any], project: str) -> dict[str, Any]:
+    """`result` with its entries (or itself, for a tool of one file or chunk) naming `project`,
+    within the size bound."""
+    key = ITEMS.get(tool.name)
+    if key is None:
+        return {"project": project, **result}
+    result[key] = [{"project": project, **item} for item in result[key]]
+    return _bounded(result, key)
+
+
+def _bounded(result: dict[str, Any], key: str) -> dict[str, Any]:
+    """`result` within the size bound, keeping a cut it already had."""
+    cut = bool(result.get("truncated"))
+    result = bound_list(result, key)
+    result["truncated"] = cut or result["truncated"]
+    if "complete" in result:
+        result["complete"] = result["complete"] and not result["truncated"]
+    return result
+
+
+Merge = Callable[
+    [ToolSpec, Service, Sequence[Project], Mapping[str, Any], Endpoint], dict[str, Any]
+]
+
+
+def _each(
+    tool: ToolSpec, service: Service, projects: Sequence[Project], args: Mapping[str, Any]
+) -> list[dict[str, Any]]:
+    return [_named(tool, tool.handler(service, p, args), p.name) for p in projects]
+
+
+def merge_symbols(
+    tool: ToolSpec,
+    service: Service,
+    projects: Sequence[Project],
+    args: Mapping[str, Any],
+    endpoint: Endpoint,
+) -> dict[str, Any]:
+    """Each project's definitions taken in turn, up to `limit`. An exact look-up that matched
+    in some project leaves out the fuzzy fallbacks of the others."""
+    results = _each(tool, service, projects, args)
+    wanted = args.get("match") or "exact"
+    if wanted == "exact" and any(r["match"] == "exact" and r["symbols"] for r in results):
+        results = [r for r in results if r["match"] == "exact"]
+        match = "exact"
+    else:
+        match = results[0]["match"] if results else wanted
+        if any(r["match"] == "fuzzy" for r in results):
+            match = "fuzzy"
+    limit = int(args.get("limit") or DEFAULT_SYMBOL_LIMIT)
+    taken = [s for turn in zip_longest(*(r["symbols"] for r in results)) for s in turn if s]
+    merged = {
+        "symbols": taken[:limit],
+        "match": match,
+        "truncated": any(r["truncated"] for r in results) or len(taken) > limit,
+    }
+    return _bounded(merged, "symbols")
+
+
+def merge_lines(
+    tool: ToolSpec,
+    service: Service,
+    projects: Sequence[Project],
+    args: Mapping[str, Any],
+    endpoint: Endpoint,
+) -> dict[str, Any]:
+    """Each project's lines in the group's order, up to `max_results` in all."""
+    key = ITEMS[tool.name]
+    results = _each(tool, service, projects, args)
+    limit = int(args.get("max_results") or DEFAULT_MAX_RESULTS)
+    lines = [line for r in results for line in r[key]]
+    merged = {
+        key: lines[:limit],
+        "complete": all(r["complete"] for r in results) and len(lines) <= limit,
+        "truncated": any(r.get("truncated") for r in results),
+    }
+    return _bounded(merged, key)
+
+
+def merge_outline(
+    tool: ToolSpec,
+    service: Service,
+    projects: Sequence[Project],
+    args: Mapping[str, Any],
+    endpoint: Endpoint,
+) -> dict[str, Any]:
+    """The outline from the project that has the root (`chosen` kept only those)."""
+    names = ", ".join(p.name for p in projects)
+    raise InvalidArgument(
+        f"several projects of this group have a root named {args.get('repo')!r}: pass "
+        f"project (one of {names})"
+    )
+
+
+def merge_repos(
+    tool: ToolSpec,
+    service: Service,
+    projects: Sequence[Project],
+    args: Mapping[str, Any],
+    endpoint: Endpoint,
+) -> dict[str, Any]:
+    """Every project's roots, each named, under the group's name."""
+    results = _each(tool, service, projects, args)
+    swept = [r["last_sweep_at"] for r in results]
+    return {
+        "project": endpoint.name,
+        "projects": [r["project"] for r in results],
+        "indexed": all(r["indexed"] for r in results),
+        # The oldest: the group is as fresh as its least fresh project.
+        "last_sweep_at": None if None in swept else min(swept),
+        "vectors_pending": sum(r.get("vectors_pending") or 0 for r in results),
+        "repos": [repo for r in results for repo in r["repos"]],
+    }
+
+
+def merge_status(
+    tool: ToolSpec,
+    service: Service,
+    projects: Sequence[Project],
+    args: Mapping[str, Any],
+    endpoint: Endpoint,
+) -> dict[str, Any]:
+    """Every project's status, and what they say together."""
+    results = [tool.handler(service, p, args) for p in projects]
+    planned = [r["next_sweep_at"] for r in results if r.get("next_sweep_at")]
+    return {
+        "project": endpoint.name,
+        "indexed": all(r["indexed"] for r in results),
+        "sweep_running": any(r["sweep_running"] for r in results),
+        "next_sweep_at": min(planned) if planned else None,
+        "vectors_pending": sum(r.get("vectors_pending") or 0 for r in results),
+        "projects": results,
+    }
+
+
+MERGES: dict[str, Merge] = {
+    "find_symbol": merge_symbols,
+    "grep": merge_lines,
+    "find_references": merge_lines,
+    "get_outline": merge_outline,
+    "list_repos": merge_repos,
+    "index_status": merge_status,
+}
