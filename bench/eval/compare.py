@@ -149,7 +149,7 @@ def query_vectors(embedder: Embedder, texts: Iterable[str], cache: Path) -> dict
 
 def evaluate(
     db: Any,
-    project: Project,
+    project: Project | Sequence[Project],
     embedder: CachedQueries,
     baseline: PlainBaseline,
     golds: Sequence[Gold],
@@ -203,7 +203,12 @@ DEEP_HITS = 50
 
 
 def deep_hits(
-    db: Any, project: Project, embedder: Any, g: Gold, ranking: Ranking, ef_search: int
+    db: Any,
+    project: Project | Sequence[Project],
+    embedder: Any,
+    g: Gold,
+    ranking: Ranking,
+    ef_search: int,
 ) -> dict[str, Any]:
     """One query's first DEEP_HITS hybrid hits by chunk as rows, with its targets."""
     hits = hybrid.search_code(

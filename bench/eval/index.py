@@ -15,6 +15,7 @@ import re
 import sys
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -164,6 +165,28 @@ def ensure_index(
     else:
         manifest = {**json.loads(manifest_path.read_text()), "chunks": manifest["chunks"]}
     return manifest
+
+
+def split_projects(db: Database, project: Project, parts: int) -> list[Project]:
+    """`project` as `parts` projects over the same code, for a group's search beside the one
+    index: its roots dealt over them in turn when it has that many, else its indexed files,
+    each to the part a digest of its path names (exact paths as include globs)."""
+    if parts < 2:
+        return [project]
+    name = f"{project.name}_of{parts}"
+    if len(project.roots) >= parts:
+        roots = sorted(project.roots, key=lambda r: r.name)
+        return [
+            replace(project, name=f"{name}_{i}", roots=tuple(roots[i::parts])) for i in range(parts)
+        ]
+    with db.connection() as conn:
+        paths = sorted({p for _, p in store.file_states(conn, Schema(project.name))})
+    dealt: list[list[str]] = [[] for _ in range(parts)]
+    for path in paths:
+        dealt[int(hashlib.sha256(path.encode()).hexdigest(), 16) % parts].append("/" + path)
+    return [
+        replace(project, name=f"{name}_{i}", include=tuple(files)) for i, files in enumerate(dealt)
+    ]
 
 
 DEFINITION_RE = re.compile(r"^[ \t]*(?:async[ \t]+)?(?:def|class)[ \t]+([A-Za-z_]\w*)", re.M)

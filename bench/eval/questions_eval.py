@@ -30,7 +30,13 @@ from bench.eval.compare import (
     query_vectors,
     system_table,
 )
-from bench.eval.index import ensure_index, model_suffix, open_database, prepare_dirs
+from bench.eval.index import (
+    ensure_index,
+    model_suffix,
+    open_database,
+    prepare_dirs,
+    split_projects,
+)
 from bench.eval.questions import Question, ensure_valid
 from indexer.embed import (
     Embedder,
@@ -74,8 +80,10 @@ def run(
     show_ranks: bool = False,
     chunk_chars: int | None = None,
     deep: list[dict[str, Any]] | None = None,
+    projects: int = 1,
 ) -> None:
-    """Index (or reuse), then print the system table, per language and per kind of question."""
+    """Index (or reuse), then print the system table, per language and per kind of question;
+    with `projects` > 1, the libraries indexed as that many projects searched as one group."""
     questions = ensure_valid(cache=cache)
     libs, digest = sources.ensure_corpus(cache)
     root, _ = prepare_dirs(cache)
@@ -84,6 +92,9 @@ def run(
     try:
         project = project_for(libs, root, "chunker", chunk_chars, model)
         manifest = ensure_index(db, project, model, digest, "chunker", chunk_chars, cache)
+        searched = split_projects(db, project, projects)
+        for part in searched if len(searched) > 1 else ():
+            ensure_index(db, part, model, digest, "chunker", chunk_chars, cache)
         windows = corpus_windows(files)
         plain = PlainBaseline(windows, window_vectors(model, windows, cache))
         vectors = query_vectors(model, (q.text for q in questions), cache)
@@ -97,9 +108,10 @@ def run(
             f"{len(questions)} questions ({sum(q.split == 'tune' for q in questions)} tuning, "
             f"{sum(q.split == 'test' for q in questions)} test); model "
             f"{model.identity.describe()}"
+            + (f"; searched as a group of {len(searched)} projects" if len(searched) > 1 else "")
         )
         cached = CachedQueries(model.identity, vectors)
-        results = evaluate(db, project, cached, plain, golds, ranking, ef_search, deep)
+        results = evaluate(db, searched, cached, plain, golds, ranking, ef_search, deep)
         print(f"\n## questions, {split} split, {len(golds)} queries, top_k 10\n")
         print(system_table(results))
         print("\n" + paired(results, "code-rag hybrid", "plain hybrid (RRF)"))
@@ -142,6 +154,9 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--ef-search", type=int, default=400)
     ap.add_argument("--cache", type=Path, default=sources.CACHE)
     ap.add_argument("--ranks", action="store_true", help="each query's rank in every system")
+    ap.add_argument(
+        "--projects", type=int, default=1, help="the libraries as this many projects, one group"
+    )
     ap.add_argument("--model", default=None, help="a local model folder (default: the bundled)")
     args = ap.parse_args(argv)
     run(
@@ -151,6 +166,7 @@ def main(argv: list[str] | None = None) -> None:
         ef_search=args.ef_search,
         cache=args.cache,
         show_ranks=args.ranks,
+        projects=args.projects,
     )
 
 

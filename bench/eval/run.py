@@ -55,6 +55,7 @@ from bench.eval.index import (
     open_database,
     prepare_dirs,
     project_for,
+    split_projects,
     with_definition_terms,
 )
 from indexer.db import Schema
@@ -234,6 +235,12 @@ def main(argv: Sequence[str] | None = None) -> None:
         "--model", default=None, help="a local ONNX model folder (default: the bundled model)"
     )
     ap.add_argument(
+        "--projects",
+        type=int,
+        default=1,
+        help="index each corpus as this many projects and search them as one group",
+    )
+    ap.add_argument(
         "--json",
         type=Path,
         default=None,
@@ -261,6 +268,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             args.ef_search,
             chunk_chars=args.chunk_chars,
             deep=deep["questions"] if keep else None,
+            projects=args.projects,
         )
     if keep:
         args.json.write_text(json.dumps({"split": args.split, **deep}), encoding="utf-8")
@@ -280,6 +288,9 @@ def docstring_eval(
         manifest = ensure_index(
             db, project, model, digest, args.header, args.chunk_chars, args.cache
         )
+        searched = split_projects(db, project, args.projects)
+        for part in searched if len(searched) > 1 else ():
+            ensure_index(db, part, model, digest, args.header, args.chunk_chars, args.cache)
         vectors = query_vectors(model, (q.text for q in queries), args.cache)
         took = []
         for q in queries[:20]:
@@ -302,6 +313,7 @@ def docstring_eval(
             f"{len(queries)} queries: {sum(q.split == 'tune' for q in queries)} tuning, "
             f"{sum(q.split == 'test' for q in queries)} test; model {model.identity.describe()}; "
             f"query embedding median {embed_ms:.0f} ms (not in the latencies below)"
+            + (f"; searched as a group of {len(searched)} projects" if len(searched) > 1 else "")
         )
         ranking = DEFAULT_RANKING
         with db.connection() as conn:
@@ -312,7 +324,7 @@ def docstring_eval(
                 s = replay(g, "product", ranking, "hybrid")
                 print(f"tuning split hybrid: MRR@10 {s.mrr():.3f}, Hit@5 {s.hit(5):.3f}")
             golds = [docstring_gold(q) for q in test_set]
-            results = evaluate(db, project, cached, plain, golds, ranking, args.ef_search, deep)
+            results = evaluate(db, searched, cached, plain, golds, ranking, args.ef_search, deep)
             print(
                 f"\n## docstring eval, {args.split} split, {len(test_set)} queries, top_k {TOP_K}, "
                 f"ef_search {args.ef_search}, live search_code calls\n"
