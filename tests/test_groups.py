@@ -37,6 +37,7 @@ from server_fixtures import (
 from indexer.db import Database
 from indexer.project import Project, Root
 from indexer.search import search_code
+from indexer.search.keyword import TermStats, merged_stats
 
 LEDGER_FILES = {
     "ledger/entries.py": '''"""Ledger entries."""
@@ -284,3 +285,19 @@ def test_the_sdk_client_calls_every_tool_over_a_group(group: Group) -> None:
     [symbol] = seen["symbol"].structured_content["symbols"]
     assert symbol["project"] == group.names["ledger"]
     assert seen["outline"].structured_content["project"] == group.names["garden"]
+
+
+def test_a_group_s_term_statistics_are_those_of_its_projects_together() -> None:
+    # 100 rows where "retry" is in 10% and 300 rows where it is in 1%: 13 of 400 rows.
+    small = TermStats(100.0, {"retry": 0.10, "cache": 0.5}, 0.005)
+    large = TermStats(300.0, {"retry": 0.01}, 0.002)
+    merged = merged_stats([small, large])
+    assert merged.rows == 400.0
+    assert merged.shares["retry"] == pytest.approx(13 / 400)
+    # A term the large project does not list counts at its floor there.
+    assert merged.shares["cache"] == pytest.approx((50 + 0.6) / 400)
+    assert merged.floor == pytest.approx((0.5 + 0.6) / 400)
+    # One project's statistics are its own; a project with none yet weighs by its rows only.
+    assert merged_stats([small]) is small
+    empty = TermStats(0.0, {}, 0.0)
+    assert merged_stats([small, empty]).shares["retry"] == pytest.approx(0.10)
