@@ -18,7 +18,9 @@ their edge; the CLI and the JSON-RPC layer each translate `RagError` exactly onc
     │   ├── ModelNotFound        the model is not pulled / the directory is missing
     │   ├── EmbeddingRefused     an input refused even alone and truncated
     │   └── ModelMismatch        the index was built with another model
-    └── InvalidArgument          a request argument that cannot be used
+    ├── InvalidArgument          a request argument that cannot be used
+    ├── TokenNotFound            no token by that name (revoke)
+    └── TokenNameTaken           a token by that name exists already (add --name)
 """
 
 from __future__ import annotations
@@ -91,3 +93,11 @@ class ModelMismatch(EmbedderError):
 
 class InvalidArgument(RagError):
     code = "invalid_argument"
+
+
+class TokenNotFound(RagError):
+    code = "token_not_found"
+
+
+class TokenNameTaken(RagError):
+    code = "token_name_taken"

@@ -7,11 +7,14 @@
 
 The guard runs before every route, in this order: a `Host` that is not loopback (DNS
 rebinding) and a present `Origin` that is not localhost are refused, then the token
-(`X-RAG-Token`, or `Authorization: Bearer`) is compared in constant time. Every refusal is 403
-with a JSON-RPC error body and no `WWW-Authenticate`: a 401 would send Claude Code into OAuth
-discovery, which fails with a confusing message. Paths that are no route (`/.well-known/*`,
-`/register`) never reach the guard and are plain 404s. The lifespan opens the database, the
-embedder and the scheduler (each unless given), and closes what it opened.
+(`X-RAG-Token`, or `Authorization: Bearer`): the server token, compared in constant time, opens
+everything; any other must be a token made for a project or a group that covers the endpoint
+(`auth.py`). Every refusal is 403 with a JSON-RPC error body and no `WWW-Authenticate`: a 401
+would send Claude Code into OAuth discovery, which fails with a confusing message. A refused
+token gets one and the same answer whatever the reason, so it tells nothing about which projects
+exist or what a token is for. Paths that are no route (`/.well-known/*`, `/register`) never
+reach the guard and are plain 404s. The lifespan opens the database, the embedder and the
+scheduler (each unless given), and closes what it opened.
 """
 
 from __future__ import annotations
@@ -36,7 +39,7 @@ from litestar.types import ASGIApp, Receive, Scope, Send
 from indexer.db import Database
 from indexer.embed import Embedder
 from indexer.errors import ConfigError, ProjectNotFound
-from rag_server import admin, jsonrpc, mcp
+from rag_server import admin, auth, jsonrpc, mcp
 from rag_server.config import (
     ADMIN_PATH,
     MCP_PATH,
@@ -76,8 +79,8 @@ def allowed_hosts(settings: Settings) -> frozenset[str]:
     return LOOPBACK_NAMES | extra
 
 
-def refusal(headers: dict[str, str], token: str, hosts: frozenset[str]) -> str | None:
-    """Why the request must be refused, or None. Host and Origin first, then the token."""
+def refusal(headers: dict[str, str], hosts: frozenset[str]) -> str | None:
+    """Why the request must be refused whatever its token, or None: its Host or its Origin."""
     host = headers.get("host")
     if host is not None and _host_name(host) not in hosts:
         return (
@@ -89,17 +92,29 @@ def refusal(headers: dict[str, str], token: str, hosts: frozenset[str]) -> str |
         parts = urlsplit(origin)
         if parts.scheme not in ("http", "https") or (parts.hostname or "") not in LOOPBACK_NAMES:
             return f"Origin {origin!r} is not allowed: only localhost pages may call this server"
+    return None
+
+
+def presented_token(headers: dict[str, str]) -> str:
+    """The token a request carries: `X-RAG-Token`, or else `Authorization: Bearer`."""
     given = headers.get(TOKEN_HEADER, "")
     if not given:
         bearer = headers.get("authorization", "")
         if bearer[:7].lower() == "bearer ":
             given = bearer[7:].strip()
-    if not given or not hmac.compare_digest(given.encode(), token.encode()):
-        return (
-            "Missing or wrong token: send the header X-RAG-Token: <token> (./bld up and "
-            "./bld serve print it; it is kept in the data folder's token file)"
-        )
-    return None
+    return given
+
+
+def is_server_token(given: str, token: str) -> bool:
+    return bool(given) and hmac.compare_digest(given.encode(), token.encode())
+
+
+# The one answer to every refused token: no token, a wrong one, one for another project, an
+# unknown project, a project's token at the admin endpoint, a token that cannot be checked.
+TOKEN_REFUSED = (
+    "Missing or wrong token: send the header X-RAG-Token: <token> (./bld up and ./bld serve "
+    "print the server's; ./bld token add makes one for a project or a group)"
+)
 
 
 async def _send_json(send: Send, status: int, body: bytes) -> None:
@@ -112,7 +127,8 @@ async def _send_json(send: Send, status: int, body: bytes) -> None:
 
 
 def guard(token: str, hosts: frozenset[str]) -> Callable[..., ASGIApp]:
-    """Middleware factory: refuse (403, JSON-RPC body) anything `refusal` finds wrong."""
+    """Middleware factory: refuse (403, JSON-RPC body) what `refusal` finds wrong, and a token
+    that is neither the server's (`token`) nor one that opens the endpoint (`auth.opens`)."""
     if not token:
         raise ValueError("the server needs a token")
 
@@ -124,10 +140,13 @@ def guard(token: str, hosts: frozenset[str]) -> Callable[..., ASGIApp]:
             headers: dict[str, str] = {}
             for raw_name, raw_value in scope["headers"]:
                 headers.setdefault(raw_name.decode("latin-1").lower(), raw_value.decode("latin-1"))
-            problem = refusal(headers, token, hosts)
+            problem = refusal(headers, hosts)
             if problem is None:
-                await app(scope, receive, send)
-                return
+                given = presented_token(headers)
+                if is_server_token(given, token) or await auth.opens(scope, given):
+                    await app(scope, receive, send)
+                    return
+                problem = TOKEN_REFUSED
             body = jsonrpc.encode(RpcError(FORBIDDEN, problem).to_dict())
             await _send_json(send, 403, body)
 

@@ -9,6 +9,7 @@ from indexer.db.blocks import spelled
 from indexer.db.database import Database, database_error, prepare_database, start_embedded
 from indexer.db.queries import BlockMatch
 from indexer.db.rows import (
+    AccessToken,
     ChunkFile,
     ChunkRow,
     DefinitionPiece,
@@ -25,6 +26,7 @@ from indexer.db.rows import (
 from indexer.db.schema import Conn, Schema, like_escape
 
 __all__ = [
+    "AccessToken",
     "BlockMatch",
     "ChunkFile",
     "ChunkRow",

@@ -247,6 +247,7 @@ def prepare_database(dsn: str) -> tuple[str, str]:
             )
         _ensure_pg_trgm(conn, where)
         _ensure_shared_cache(conn, where)
+        _ensure_access_tokens(conn, where)
     return str(pg_version), vector_version
 
 
@@ -255,12 +256,35 @@ def _ensure_shared_cache(conn: psycopg.Connection[Any], where: str) -> None:
     (each project then reuses only its own vectors), said once in the log."""
     try:
         with conn.transaction():
+            # Two processes starting at once would both try to create the schema and the
+            # table, and one would fail on a duplicate key: the lock makes them take turns.
+            conn.execute(statements.MIGRATION_LOCK, {"key": statements.MIGRATION_LOCK_KEY})
             for step in statements.CREATE_SHARED_CACHE:
                 conn.execute(step)
     except psycopg.errors.InsufficientPrivilege:
         log.warning(
             "PostgreSQL at %s: this user may not create the schema of the embedding cache "
             "every project shares; each project reuses only its own vectors",
+            where,
+        )
+
+
+def _ensure_access_tokens(conn: psycopg.Connection[Any], where: str) -> None:
+    """The table of tokens made for a project or a group (`./bld token add`); a user that may
+    not create it goes without them (the server token still opens everything), said in the log.
+    One made by the database's owner is used as it is."""
+    if conn.execute(statements.ACCESS_TOKENS_READY).fetchone() == (True,):
+        return
+    try:
+        with conn.transaction():
+            conn.execute(statements.MIGRATION_LOCK, {"key": statements.MIGRATION_LOCK_KEY})
+            for step in statements.CREATE_ACCESS_TOKENS:
+                conn.execute(step)
+    except psycopg.errors.InsufficientPrivilege:
+        log.warning(
+            'PostgreSQL at %s: this user may not create the table "code-rag".access_token: '
+            "tokens for a project or a group cannot be kept, only the server token opens "
+            "the endpoints",
             where,
         )
 

@@ -253,3 +253,13 @@ class PendingCounts:
         totals are needed otherwise)."""
         every = self.all_chunks + self.all_definitions
         return 1.0 if not self.total or not every else round(1.0 - self.total / every, 4)
+
+
+@dataclass(frozen=True, slots=True)
+class AccessToken:
+    """A token made for a project or a group, as kept: never the token, nor its digest."""
+
+    name: str
+    target: str  # a project or a group of the configuration it was made under
+    created_at: datetime
+    last_used_at: datetime | None

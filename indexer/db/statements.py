@@ -63,6 +63,41 @@ DELETE FROM "code-rag".embedding_cache
                             ORDER BY used, model, digest LIMIT %(n)s)
 """
 SHARED_DROP_MODEL = 'DELETE FROM "code-rag".embedding_cache WHERE model = %(model)s'
+# Tokens made for a project or a group (`./bld token add`), beside the cache in the shared
+# schema so that every server on this database sees one set. Only a token's SHA-256 digest is
+# kept; the unique index on it is the one lookup a request makes.
+CREATE_ACCESS_TOKENS = [
+    'CREATE SCHEMA IF NOT EXISTS "code-rag"',
+    """
+    CREATE TABLE IF NOT EXISTS "code-rag".access_token (
+        name text PRIMARY KEY,
+        digest bytea NOT NULL UNIQUE CHECK (octet_length(digest) = 32),
+        target text NOT NULL,
+        created_at timestamptz NOT NULL DEFAULT now(),
+        last_used_at timestamptz
+    )
+    """,
+]
+ACCESS_TOKENS_READY = "SELECT to_regclass('\"code-rag\".access_token') IS NOT NULL"
+TOKEN_COLUMNS = "name, target, created_at, last_used_at"
+# A name that is taken inserts nothing and returns no row: the caller tries another.
+TOKEN_ADD = f"""
+INSERT INTO "code-rag".access_token (name, digest, target)
+VALUES (%(name)s, %(digest)s, %(target)s)
+ON CONFLICT (name) DO NOTHING
+RETURNING {TOKEN_COLUMNS}
+"""
+TOKEN_LIST = f'SELECT {TOKEN_COLUMNS} FROM "code-rag".access_token ORDER BY created_at, name'
+TOKEN_FIND = f'SELECT {TOKEN_COLUMNS} FROM "code-rag".access_token WHERE digest = %(digest)s'
+TOKEN_REVOKE = f"""
+DELETE FROM "code-rag".access_token WHERE name = %(name)s RETURNING {TOKEN_COLUMNS}
+"""
+# Last use is kept to the minute: a token in steady use writes at most once a minute.
+TOKEN_TOUCH = """
+UPDATE "code-rag".access_token SET last_used_at = now()
+ WHERE name = %(name)s
+   AND (last_used_at IS NULL OR last_used_at < now() - interval '1 minute')
+"""
 PG_TRGM_INSTALLED = "SELECT extversion FROM pg_extension WHERE extname = 'pg_trgm'"
 PG_TRGM_AVAILABLE = "SELECT default_version FROM pg_available_extensions WHERE name = 'pg_trgm'"
 CREATE_PG_TRGM = "CREATE EXTENSION IF NOT EXISTS pg_trgm"

@@ -20,6 +20,7 @@ from psycopg.types.json import Jsonb
 
 from indexer.db import blocks, migrations, statements
 from indexer.db.rows import (
+    AccessToken,
     ChunkRow,
     FileFailure,
     FileRecord,
@@ -445,6 +446,40 @@ def models_in_use(conn: Conn) -> list[dict[str, Any]]:
         if recorded is not None:
             found.append(recorded)
     return found
+
+
+# --- tokens made for a project or a group ---------------------------------------------------
+
+
+def add_token(conn: Conn, name: str, digest: bytes, target: str) -> AccessToken | None:
+    """Keep a token by its digest under `name`; None (and nothing written) when the name is
+    taken."""
+    found = typed_rows(
+        conn, AccessToken, statements.TOKEN_ADD, {"name": name, "digest": digest, "target": target}
+    )
+    return found[0] if found else None
+
+
+def list_tokens(conn: Conn) -> list[AccessToken]:
+    """Every token kept, oldest first."""
+    return typed_rows(conn, AccessToken, statements.TOKEN_LIST)
+
+
+def find_token(conn: Conn, digest: bytes) -> AccessToken | None:
+    """The token whose digest is `digest` (one look-up in the unique index), or None."""
+    found = typed_rows(conn, AccessToken, statements.TOKEN_FIND, {"digest": digest})
+    return found[0] if found else None
+
+
+def touch_token(conn: Conn, name: str) -> None:
+    """Record that the token `name` was used now (to the minute)."""
+    conn.execute(statements.TOKEN_TOUCH, {"name": name})
+
+
+def revoke_token(conn: Conn, name: str) -> AccessToken | None:
+    """Forget the token `name`; what it was, or None when there is no such token."""
+    found = typed_rows(conn, AccessToken, statements.TOKEN_REVOKE, {"name": name})
+    return found[0] if found else None
 
 
 # --- vectors that follow the rows -----------------------------------------------------------

@@ -10,6 +10,7 @@ never for user mistakes. This face assembles the commands, in the order `--help`
     serve.py        init, serve, up
     develop.py      test, check
     db.py, model.py the `db` and `model` command groups
+    tokens.py       the `token` command group: tokens for one project or one group
     common.py       the shared options, opening the database, our errors as one line
     render.py       what a person reads on a terminal: progress, reports, status
     admin_client.py the calls to the running server's admin endpoint
@@ -24,6 +25,7 @@ import typer
 from rag_server.cli import develop, index, navigation, search, serve
 from rag_server.cli.db import db_app
 from rag_server.cli.model import model_app
+from rag_server.cli.tokens import token_app
 
 __all__ = ["app", "main"]
 
@@ -37,6 +39,7 @@ app = typer.Typer(
 )
 app.add_typer(db_app, name="db")
 app.add_typer(model_app, name="model")
+app.add_typer(token_app, name="token")
 
 for command in (
     index.scan,
