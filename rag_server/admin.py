@@ -2,12 +2,16 @@
 
 `reindex {project | "all", full?}` queues sweeps in the background and answers at once with a
 run id; `status {project?}` answers what `./bld status` shows, plus the server's own view
-(sweep running, last and next run). Same token as the MCP endpoint, same JSON-RPC envelope;
-our errors become JSON-RPC errors through `jsonrpc.rpc_error_from` only.
+(sweep running, last and next run), whether this server indexes (`indexer`: false on a read
+replica, whose `reindex` is refused with the `read_replica` error), and `config_error`: why the
+projects file as it is now was not applied, and since when (null once a valid file applies).
+Same token as the MCP endpoint, same JSON-RPC envelope; our errors become JSON-RPC errors
+through `jsonrpc.rpc_error_from` only.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
 from collections.abc import Mapping
@@ -15,7 +19,7 @@ from typing import Any
 
 import anyio
 
-from indexer.errors import RagError
+from indexer.errors import ProjectNotFound, RagError
 from rag_server import jsonrpc
 from rag_server.config import ALL_PROJECTS
 from rag_server.jsonrpc import (
@@ -51,20 +55,34 @@ def reindex(service: Service, params: Mapping[str, Any]) -> dict[str, Any]:
         raise RpcError(INVALID_PARAMS, 'reindex needs "project": a project name or "all"')
     if not isinstance(full, bool):
         raise RpcError(INVALID_PARAMS, '"full" must be true or false')
+    if not service.indexing:
+        raise service.read_replica()
     names = [p.name for p in service.select(project)]
     run_id, states = service.start_sweeps(names, full=full, trigger="admin")
     return {"run_id": run_id, "full": full, "projects": states}
+
+
+def _server_view(service: Service) -> dict[str, Any]:
+    problem = service.config_problem
+    return {
+        "indexer": service.indexing,
+        "config_error": None if problem is None else problem.to_dict(),
+    }
 
 
 def status(service: Service, params: Mapping[str, Any]) -> dict[str, Any]:
     _params(params, ("project",))
     project = params.get("project")
     if project is None or project == ALL_PROJECTS:
-        return {"projects": [service.status(name) for name in sorted(service.projects)]}
+        every = []
+        for name in sorted(service.projects):
+            with contextlib.suppress(ProjectNotFound):  # removed from the projects file meanwhile
+                every.append(service.status(name))
+        return {"projects": every, **_server_view(service)}
     if not isinstance(project, str):
         raise RpcError(INVALID_PARAMS, '"project" must be a project name')
     service.select(project)  # unknown names get the list of configured ones
-    return service.status(project)
+    return {**service.status(project), **_server_view(service)}
 
 
 async def handle_post(body: bytes, service: Service) -> Reply:

@@ -14,7 +14,9 @@ would send Claude Code into OAuth discovery, which fails with a confusing messag
 token gets one and the same answer whatever the reason, so it tells nothing about which projects
 exist or what a token is for. Paths that are no route (`/.well-known/*`, `/register`) never
 reach the guard and are plain 404s. The lifespan opens the database, the embedder and the
-scheduler (each unless given), and closes what it opened.
+scheduler (each unless given), follows the projects file, and closes what it opened. A read
+replica (`[indexer] enabled = false`) opens the database read-only and starts no scheduler,
+watcher or background vectors: it only answers.
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ from litestar.enums import HttpMethod
 from litestar.exceptions.http_exceptions import RequestEntityTooLarge
 from litestar.types import ASGIApp, Receive, Scope, Send
 
-from indexer.db import Database
+from indexer.db import Database, statements
 from indexer.embed import Embedder
 from indexer.errors import ConfigError, ProjectNotFound
 from rag_server import admin, auth, jsonrpc, mcp
@@ -48,6 +50,7 @@ from rag_server.config import (
     make_settings_embedder,
 )
 from rag_server.jsonrpc import FORBIDDEN, INVALID_REQUEST, NOT_FOUND, RpcError
+from rag_server.reload import ProjectsFile
 from rag_server.scheduler import SweepScheduler
 from rag_server.service import Service
 from rag_server.tools import EndpointTools
@@ -228,6 +231,25 @@ async def admin_other_methods() -> Response[bytes]:
 # --- the app --------------------------------------------------------------------------------------
 
 
+def server_database(settings: Settings) -> Database:
+    """The database a server opens (not opened yet). A read replica's creates nothing and its
+    connections refuse writes; an indexing server names its connections after itself
+    (`pg_stat_activity.application_name`), so that a replica can say which server indexes."""
+    where = f"{socket.gethostname()}:{settings.server.port}"
+    if not settings.indexer.enabled:
+        return Database(
+            settings.database.dsn,
+            settings.data_dir,
+            writable=False,
+            application_name=f"code-rag replica {where}"[:63],
+        )
+    return Database(
+        settings.database.dsn,
+        settings.data_dir,
+        application_name=f"{statements.INDEXER_APPLICATION} {where}"[:63],
+    )
+
+
 def create_app(
     settings: Settings,
     *,
@@ -235,36 +257,45 @@ def create_app(
     embedder: Embedder | None = None,
     schedule: bool = True,
     watch: bool = True,
+    follow: bool = True,
 ) -> Litestar:
     """The app for `settings`. A given database or embedder is used as is and left open; the
     rest is opened in the lifespan (off the event loop) and closed on the way out. File events
-    are followed when `watch` and the settings' `[indexer] watch` both say so."""
+    are followed when `watch` and the settings' `[indexer] watch` both say so; the projects file
+    when `follow`. A read replica (`[indexer] enabled = false`) never schedules nor watches."""
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Litestar) -> AsyncIterator[None]:
         db = database
         if db is None:
-            db = await anyio.to_thread.run_sync(
-                Database(settings.database.dsn, settings.data_dir).open
-            )
+            db = await anyio.to_thread.run_sync(server_database(settings).open)
         model = embedder
         if model is None:
             model = await anyio.to_thread.run_sync(make_settings_embedder, settings)
         service = Service(settings, db, model)
-        scheduler = SweepScheduler(service) if schedule else None
+        indexing = settings.indexer.enabled
+        scheduler = SweepScheduler(service) if schedule and indexing else None
         watchers = None
-        if watch and settings.indexer.watch:
+        if watch and settings.indexer.watch and indexing:
             watchers = Watchers(service, settings.indexer.watch_debounce_ms)
             service.watch_state = watchers.status
+        projects_file = ProjectsFile(service) if follow else None
         app.state.service = service
+        app.state.projects_file = projects_file
         try:
             if watchers is not None:
                 watchers.start()
             if scheduler is not None:
                 await anyio.to_thread.run_sync(scheduler.start)
                 await anyio.to_thread.run_sync(service.queue_pending_vectors)
+            if projects_file is not None:
+                projects_file.start()  # after the scheduler and watchers: they follow it
+            if not indexing:
+                log.info("read replica: answering from the database, never sweeping it")
             yield
         finally:
+            if projects_file is not None:
+                await anyio.to_thread.run_sync(projects_file.stop)
             if watchers is not None:
                 await anyio.to_thread.run_sync(watchers.stop)
             if scheduler is not None:

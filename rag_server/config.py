@@ -14,7 +14,7 @@ import json
 import os
 import secrets
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -75,6 +75,9 @@ class EmbeddingSettings:
 
 @dataclass(frozen=True)
 class IndexerSettings:
+    # False: a read replica, which answers from the database and never writes to it (no
+    # sweeps, no watchers, no background vectors, no schema changes).
+    enabled: bool = True
     sweep_interval_minutes: int = DEFAULT_SWEEP_INTERVAL_MINUTES
     files_per_commit: int = DEFAULT_FILES_PER_COMMIT
     max_file_bytes: int = DEFAULT_MAX_FILE_BYTES
@@ -132,6 +135,7 @@ INI_KEYS: dict[str, dict[str, tuple[str, Any]]] = {
         "threads": ("an integer from 0 to 256 (0: the machine's cores)", (int, 0, 256)),
     },
     "indexer": {
+        "enabled": ("true or false", bool),
         "sweep_interval_minutes": _int(1, 10_080),
         "files_per_commit": _int(1, 100_000),
         "max_file_bytes": _int(1, 1_000_000_000),
@@ -350,6 +354,22 @@ def _groups(
                 )
         checked[name] = tuple(dict.fromkeys(members))
     return checked
+
+
+def reread_projects(settings: Settings) -> Settings:
+    """`settings` with its projects and groups read anew from the projects file (the rest of
+    the settings stays as read at start). Raises `ConfigError` when the file does not parse, or
+    names a root that is not there; a missing file is an error here (see `read_projects`):
+    a file that vanished while serving is more often a save in progress than a wish to serve
+    nothing."""
+    path = settings.projects_path
+    if not path.exists():
+        raise ConfigError(
+            f"{path}: the projects file is gone: restore it, or write "
+            '{"projects": {}} to serve no project'
+        )
+    projects, groups = read_projects(path)
+    return replace(settings, projects=projects, groups=groups)
 
 
 # --- the token --------------------------------------------------------------------------------

@@ -7,6 +7,11 @@ advisory lock inside `sweep_project` extends that guarantee to other processes s
 `./bld scan`. What a sweep did is remembered per project (`last_run`) for `status`. A sweep of
 many files writes rows first; their vectors follow in the background (`vectors.VectorWorker`,
 queued after every sweep and, at startup, for the projects with vectors pending).
+
+The service owns the configuration it serves (`settings`, one immutable value replaced whole):
+`apply` swaps in a new one — the projects file read anew — and tells the scheduler and the
+watchers what changed; a request reads `settings` once and sees one configuration throughout. A
+server with `[indexer] enabled = false` is a read replica: it answers, and refuses to sweep.
 """
 
 from __future__ import annotations
@@ -24,7 +29,7 @@ from typing import Any
 from indexer.clock import iso, now
 from indexer.db import Database, PendingCounts, Schema, store
 from indexer.embed import Embedder
-from indexer.errors import ProjectNotFound, RagError, SweepRunning
+from indexer.errors import ProjectNotFound, RagError, ReadReplica, SweepRunning
 from indexer.project import Project
 from indexer.search import QueryVectorCache, TermStatsCache
 from indexer.status import ProjectStatus, project_status
@@ -47,7 +52,7 @@ WATCH_OFF: dict[str, Any] = {
     "batches_applied": 0,
 }  # admin-started sweeps running at once (each holds one connection)
 
-Trigger = str  # "startup" | "schedule" | "admin" | "cli"
+Trigger = str  # "startup" | "schedule" | "admin" | "cli" | "watch" | "config"
 
 
 @dataclass(frozen=True)
@@ -106,6 +111,58 @@ class Endpoint:
         return tuple(p.name for p in self.projects)
 
 
+@dataclass(frozen=True)
+class ConfigChange:
+    """What applying a configuration changed: projects added, changed (roots or globs) and
+    removed, and the groups added, changed or removed."""
+
+    added: tuple[str, ...] = ()
+    changed: tuple[str, ...] = ()
+    removed: tuple[str, ...] = ()
+    groups: tuple[str, ...] = ()
+
+    def __bool__(self) -> bool:
+        return bool(self.added or self.changed or self.removed or self.groups)
+
+    @classmethod
+    def between(cls, old: Settings, new: Settings) -> ConfigChange:
+        before, after = old.projects, new.projects
+        groups = set(old.groups) | set(new.groups)
+        return cls(
+            added=tuple(sorted(set(after) - set(before))),
+            changed=tuple(sorted(n for n in set(after) & set(before) if after[n] != before[n])),
+            removed=tuple(sorted(set(before) - set(after))),
+            groups=tuple(sorted(g for g in groups if old.groups.get(g) != new.groups.get(g))),
+        )
+
+    def describe(self) -> str:
+        parts = [
+            f"{what}: {', '.join(names)}"
+            for what, names in (
+                ("added", self.added),
+                ("changed", self.changed),
+                ("removed", self.removed),
+                ("groups", self.groups),
+            )
+            if names
+        ]
+        return "; ".join(parts) or "nothing changed"
+
+
+@dataclass(frozen=True)
+class ConfigProblem:
+    """A projects file that was not applied: why, and when that was first seen."""
+
+    message: str
+    seen_at: datetime
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"message": self.message, "seen_at": iso(self.seen_at)}
+
+
+ConfigListener = Callable[[ConfigChange], None]
+
+
 def new_run_id() -> str:
     return uuid.uuid4().hex[:12]
 
@@ -121,8 +178,11 @@ class Service:
         self.query_vectors = QueryVectorCache()
         # Each project's keyword statistics, read at most once a minute.
         self.term_stats = TermStatsCache()
-        self.projects: dict[str, Project] = dict(settings.projects)
         self._lock = threading.Lock()
+        # Serialises `apply`, and what the listeners do with each change, in order.
+        self._applying = threading.RLock()
+        self._listeners: list[ConfigListener] = []
+        self.config_problem: ConfigProblem | None = None
         self._active: dict[str, ActiveRun] = {}
         self._last: dict[str, RunOutcome] = {}
         self._pool = ThreadPoolExecutor(BACKGROUND_SWEEPS, thread_name_prefix="code-rag-sweep")
@@ -133,6 +193,89 @@ class Service:
         self.next_sweep_at: Callable[[str], datetime | None] = lambda _name: None
         # Set by the file watchers when they run: what they say of a project.
         self.watch_state: Callable[[str], dict[str, Any] | None] = lambda _name: None
+
+    # --- the configuration ----------------------------------------------------------------------
+
+    @property
+    def projects(self) -> dict[str, Project]:
+        """The projects served now (read-only: `apply` replaces the configuration whole)."""
+        return self.settings.projects
+
+    @property
+    def indexing(self) -> bool:
+        """False on a read replica: no sweeps, no watchers, no background vectors."""
+        return self.settings.indexer.enabled
+
+    def subscribe(self, listener: ConfigListener) -> Callable[[], None]:
+        """Call `listener` with every change `apply` makes; returns what unsubscribes it."""
+        with self._applying:
+            self._listeners.append(listener)
+
+        def unsubscribe() -> None:
+            with self._applying:
+                if listener in self._listeners:
+                    self._listeners.remove(listener)
+
+        return unsubscribe
+
+    def apply(self, settings: Settings) -> ConfigChange:
+        """Serve `settings` from now on (its projects and groups: the rest is as read at
+        start) and return what changed. A removed project answers 404 at once; a sweep of it
+        already running finishes, its vectors are dropped from the queue. The scheduler and the
+        watchers hear of the change before this returns; a listener that fails is logged and
+        does not stop the others."""
+        with self._applying:
+            current = self.settings
+            new = replace(current, projects=dict(settings.projects), groups=dict(settings.groups))
+            change = ConfigChange.between(current, new)
+            self.settings = new  # one assignment: a request sees the old or the new, whole
+            self.config_problem = None
+            if not change:
+                return change
+            log.info("projects file applied: %s", change.describe())
+            for name in change.removed:
+                self.vectors.forget(name)
+                with self._lock:
+                    self._pending.pop(name, None)
+            for name in change.changed:
+                with self._lock:
+                    self._pending.pop(name, None)
+            for listener in list(self._listeners):
+                try:
+                    listener(change)
+                except Exception:  # a bug: the configuration is applied; say what did not follow
+                    log.exception(
+                        "applying the change of the projects file (%s)", change.describe()
+                    )
+            return change
+
+    def config_failed(self, message: str) -> None:
+        """The projects file did not parse: keep serving what is served, and show `message`
+        (logged once, however often the same problem is seen) until a valid file applies."""
+        with self._applying:
+            if self.config_problem is not None and self.config_problem.message == message:
+                return
+            self.config_problem = ConfigProblem(message, now())
+        log.error("projects file not applied, the previous projects are still served: %s", message)
+
+    def read_replica(self) -> ReadReplica:
+        """The error a sweep asked of a read replica gets: what this server is, and which
+        servers index its database (as their connections name them)."""
+        try:
+            indexers = self.db.indexing_servers()
+        except RagError:
+            indexers = []
+        where = (
+            "the server indexing this database: " + ", ".join(indexers)
+            if indexers
+            else "no indexing server is connected to this database now"
+        )
+        return ReadReplica(
+            "this server is a read replica ([indexer] enabled = false in "
+            f"{self.settings.config_path}): it answers searches and never sweeps; ask the "
+            f"indexing server (the one with [indexer] enabled = true on the same database) to "
+            f"reindex, or run ./bld scan there ({where})"
+        )
 
     # --- projects -----------------------------------------------------------------------------
 
@@ -150,13 +293,15 @@ class Service:
     def endpoint(self, name: str) -> Endpoint:
         """What `/rag-mcp/<name>` serves: one project, or a group of them. The error names
         nothing that is served (see `project`)."""
-        members = self.settings.members(name)
-        if members is None or not all(m in self.projects for m in members):
+        settings = self.settings  # once: `apply` may replace it meanwhile
+        members = settings.members(name)
+        if members is None or not all(m in settings.projects for m in members):
             raise ProjectNotFound(
                 f"no project or group named {name!r} is served here: check the last part of "
                 "the URL against rag-projects.json"
             )
-        return Endpoint(name, tuple(self.projects[m] for m in members), name in self.projects)
+        found = tuple(settings.projects[m] for m in members)
+        return Endpoint(name, found, name in settings.projects)
 
     def select(self, name: str) -> list[Project]:
         """One project, or every project for "all" (the admin endpoint's spelling)."""
@@ -193,8 +338,11 @@ class Service:
         """Sweep one project now, in the calling thread (never the event loop's).
 
         Raises `SweepRunning` when this process already sweeps the project; a sweep another
-        process holds (the advisory lock) ends as a "skipped" outcome instead.
+        process holds (the advisory lock) ends as a "skipped" outcome instead. A read replica
+        raises `ReadReplica`.
         """
+        if not self.indexing:
+            raise self.read_replica()
         project = self.project(name)
         run = ActiveRun(run_id or new_run_id(), name, trigger, full, now())
         other = self._claim(name, run)
@@ -251,6 +399,8 @@ class Service:
     ) -> tuple[str, dict[str, str]]:
         """Queue a sweep of each project in the background; return the run id and, per project,
         "started" or "already_running" (a project already queued or sweeping is left alone)."""
+        if not self.indexing:
+            raise self.read_replica()
         run_id = new_run_id()
         states: dict[str, str] = {}
         for name in names:
@@ -354,6 +504,7 @@ class Service:
             last_run=None if last is None else last.to_dict(),
             next_sweep_at=iso(self.next_sweep_at(name)),
             sweep_interval_minutes=self.settings.indexer.sweep_interval_minutes,
+            indexer=self.indexing,
         )
         data.update(self.watch_state(name) or WATCH_OFF)
         data.update(self.vectors.state(name))

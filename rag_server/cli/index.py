@@ -152,18 +152,31 @@ def status(
     """
     with user_errors():
         settings = settings_from(config)
+        view: dict[str, object] = {}  # what the server says of itself: indexer, config_error
         if server:
             result = admin_call(settings, "status", {"project": project} if project else {})
             one = isinstance(result, dict) and "projects" not in result
             statuses = [result] if one else result.get("projects", [])
+            if isinstance(result, dict):
+                view = {k: result[k] for k in ("indexer", "config_error") if k in result}
         else:
             projects = select_projects(settings, project or "all")
             with open_database(settings) as db, db.reading("reading the status") as conn:
                 statuses = [project_status(conn, p).to_dict() for p in projects]
         if as_json:
-            typer.echo(json.dumps({"projects": statuses}, indent=2))
-        else:
-            _print_statuses(statuses, settings)
+            typer.echo(json.dumps({"projects": statuses, **view}, indent=2))
+            return
+        problem = view.get("config_error")
+        if isinstance(problem, dict):
+            typer.secho(
+                f"warning: the projects file is not applied (since {problem.get('seen_at')}): "
+                f"{problem.get('message')}",
+                err=True,
+                fg=typer.colors.YELLOW,
+            )
+        if view.get("indexer") is False:
+            typer.echo("this server is a read replica: it answers, another server indexes")
+        _print_statuses(statuses, settings)
 
 
 def reindex(

