@@ -177,9 +177,15 @@ def test_a_project_removed_from_the_file_stops_being_served_and_keeps_its_schema
             "the removed project to answer 404",
         )
         reply = served.rpc(spare.name, "tools/list").json()
-        assert "no project named" in reply["error"]["message"]
-        assert served.service.watch_state(spare.name) is None
-        assert served.service.next_sweep_at(spare.name) is None
+        assert "no project or group named" in reply["error"]["message"]
+        # The endpoint goes first (one assignment); its watcher and job follow as the
+        # scheduler and the watchers hear of the change.
+        wait_for(
+            lambda s=served: s.service.watch_state(spare.name) is None
+            and s.service.next_sweep_at(spare.name) is None,
+            DEADLINE_S,
+            "the removed project's watcher and job to stop",
+        )
         assert [p["project"] for p in admin_status(served)["projects"]] == [shop.name]
         assert symbols_named(served, shop.name, "Invoice") == ["shop/billing/invoice.py"]
         with database.connection() as conn:
