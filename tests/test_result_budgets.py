@@ -22,11 +22,12 @@ import anyio
 import httpx2
 import jsonschema
 import pytest
+from cli_fixtures import bld, own_dsn, workspace
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
-from ollama_standin import OllamaStandin
+from ollama_standin import OllamaStandin, ollama_standin
 from server_fixtures import TOKEN, Served, index, make_project, serve, unique_name
 
 from indexer import truncate
@@ -35,6 +36,8 @@ from indexer.errors import InvalidArgument
 from rag_server.mcp import MAX_RESULT_CHARS
 from rag_server.tools.schemas import MIN_RESULT_CHARS
 from rag_server.tools.spec import bound_result
+
+__all__ = ["ollama_standin", "own_dsn", "workspace"]
 
 REPO = "ledger"
 ACCOUNTS = 10
@@ -525,3 +528,43 @@ def test_the_sdk_client_accepts_every_detail_and_cut(ledger: Served, long_chunk:
         assert json.loads(result.content[0].text) == result.structured_content
     assert sum(bool(r.structured_content["truncated"]) for r in results) >= len(CALLS)
 
+
+# --- the CLI: the same objects, printed ---------------------------------------------------------
+
+
+def test_cli_prints_the_tools_objects_at_a_detail_and_within_a_budget(workspace: Path) -> None:
+    assert bld(workspace, "scan", "shop").returncode == 0
+    printed = bld(workspace, "symbols", "shop", "Invoice.total", "--detail", "full")
+    [total] = json.loads(printed.stdout)["symbols"]  # --detail implies --json
+    assert total["text"] == "    def total(self):\n        return sum(self.lines)"
+    lines = json.loads(bld(workspace, "grep", "shop", "return", "--detail", "pointers").stdout)
+    assert [(m["path"], m["line"]) for m in lines["matches"]] == [
+        ("billing/invoice.py", 3),
+        ("util.py", 2),
+    ]
+    assert not any("text" in m for m in lines["matches"])
+    outline = bld(
+        workspace, "outline", "shop", "shop", "billing/invoice.py", "--detail", "pointers"
+    )
+    [invoice] = json.loads(outline.stdout)["symbols"]
+    assert not code_fields(invoice) and invoice["children"][0]["name"] == "total"
+    refs = bld(workspace, "refs", "shop", "lines", "--json", "--detail", "full")
+    assert json.loads(refs.stdout)["references"][0]["text"] == "        return sum(self.lines)"
+    # The budget is the tool's: its compact JSON within --max-chars, the cut said.
+    cut = bld(
+        workspace, "search", "shop", "Invoice total", "--detail", "full", "--max-chars", "500"
+    )
+    assert cut.returncode == 0, cut.stderr
+    payload = json.loads(cut.stdout)
+    assert len(json.dumps(payload, ensure_ascii=False)) <= 500
+    assert payload["truncated"] is True and payload["omitted"] >= 1
+    assert "max_chars=500" in payload["note"]
+
+
+def test_cli_refuses_an_unknown_detail_or_budget(workspace: Path) -> None:
+    bad = bld(workspace, "grep", "shop", "x", "--detail", "everything")
+    assert bad.returncode == 2
+    assert "'pointers', 'snippets', 'full'" in bad.stderr
+    small = bld(workspace, "symbols", "shop", "x", "--max-chars", "10")
+    assert small.returncode == 2
+    assert f"greater than or equal to {MIN_RESULT_CHARS}" in small.stderr
