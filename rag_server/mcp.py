@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import json
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -281,8 +280,3 @@ def _initialize(params: Mapping[str, Any], tools: ToolBox) -> dict[str, Any]:
         "serverInfo": server_info(),
         "instructions": tools.instructions,
     }
-
-
-def fits_in_result(payload: Mapping[str, Any]) -> bool:
-    """Whether `payload` as JSON stays within MAX_RESULT_CHARS."""
-    return len(json.dumps(payload, ensure_ascii=False)) <= MAX_RESULT_CHARS

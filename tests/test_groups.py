@@ -301,3 +301,27 @@ def test_a_group_s_term_statistics_are_those_of_its_projects_together() -> None:
     assert merged_stats([small]) is small
     empty = TermStats(0.0, {}, 0.0)
     assert merged_stats([small, empty]).shares["retry"] == pytest.approx(0.10)
+
+
+@pytest.mark.parametrize("max_chars", [500, 800, 1500, 4000])
+def test_a_group_s_answers_keep_to_the_budget(group: Group, max_chars: int) -> None:
+    calls: list[tuple[str, dict[str, Any]]] = [
+        ("search_code", {"query": "invoice number round", "detail": "full"}),
+        ("find_symbol", {"name": "t", "match": "prefix", "detail": "full"}),
+        ("grep", {"pattern": "e", "detail": "full"}),
+        ("find_references", {"name": "amount"}),
+        ("get_outline", {"repo": "garden", "path": "plants/water.go"}),
+        ("get_chunk", {"chunk_id": 1, "project": group.names["shop"]}),
+        ("find_symbol", {"name": "Invoice", "project": group.names["shop"]}),
+    ]
+    for tool, arguments in calls:
+        found = group.call(tool, max_chars=max_chars, **arguments)
+        text = json.dumps(found, ensure_ascii=False)
+        assert len(text) <= max_chars, (tool, len(text))
+        if found.get("omitted"):
+            assert found["truncated"] is True and "For the rest" in found["note"]
+    lines = group.call("grep", pattern="e", max_chars=500)
+    assert lines["complete"] is False and lines["omitted"] > 0
+    assert {m["project"] for m in lines["matches"]} <= group.members
+    pointers = group.call("find_symbol", name="post_entry", detail="pointers")["symbols"]
+    assert pointers and all("signature" not in s for s in pointers)

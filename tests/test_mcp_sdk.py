@@ -2,8 +2,8 @@
 
 `mode="auto"` is what current clients do (server/discover at 2026-07-28, the stateless
 revision); `mode="legacy"` is the initialize handshake (2025-11-25). In both, every tool is
-listed and called with the token header, and structured results are validated by the SDK
-against each tool's outputSchema.
+listed and called with the token header, and structured results (cut to a budget, or at
+another detail, too) are validated by the SDK against each tool's outputSchema.
 """
 
 from __future__ import annotations
@@ -68,6 +68,13 @@ async def exercise(url: str, mode: str) -> dict[str, Any]:
         seen["outline"] = await client.call_tool(
             "get_outline", {"repo": "shop", "path": "billing/invoice.py"}
         )
+        # Results at every detail and cut to a budget match the outputSchema all the same.
+        seen["pointers"] = await client.call_tool(
+            "search_code", {"query": "invoice number", "detail": "pointers", "max_chars": 900}
+        )
+        seen["full"] = await client.call_tool(
+            "find_symbol", {"name": "Invoice.total", "detail": "full"}
+        )
     return seen
 
 
@@ -124,6 +131,13 @@ def test_sdk_client_lists_and_calls_every_tool(shop: Served, mode: str, version:
     }
     [invoice] = seen["outline"].structured_content["symbols"]
     assert [c["name"] for c in invoice["children"]] == ["generate_number", "total"]
+
+    pointers = seen["pointers"].structured_content
+    assert len(seen["pointers"].content[0].text) <= 900
+    assert pointers["truncated"] is True and pointers["omitted"] >= 1
+    assert pointers["hits"] and not any("snippet" in h for h in pointers["hits"])
+    [total] = seen["full"].structured_content["symbols"]
+    assert total["text"].strip().startswith("def total(")
 
 
 def test_sdk_client_with_a_wrong_token_fails_fast(shop: Served) -> None:

@@ -181,8 +181,10 @@ def test_a_project_removed_from_the_file_stops_being_served_and_keeps_its_schema
         # The endpoint goes first (one assignment); its watcher and job follow as the
         # scheduler and the watchers hear of the change.
         wait_for(
-            lambda s=served: s.service.watch_state(spare.name) is None
-            and s.service.next_sweep_at(spare.name) is None,
+            lambda s=served: (
+                s.service.watch_state(spare.name) is None
+                and s.service.next_sweep_at(spare.name) is None
+            ),
             DEADLINE_S,
             "the removed project's watcher and job to stop",
         )

@@ -19,6 +19,7 @@ from indexer.db.rows import (
     IndexedFile,
     LineMatch,
     OutlineRow,
+    RangeBlock,
     Ranked,
     StoredChunk,
     SymbolHit,
@@ -132,6 +133,18 @@ def chunk_files(conn: Conn, schema: Schema, ids: Sequence[int]) -> dict[int, Chu
         conn, ChunkFile, schema.sql(queries.CHUNK_FILES), {"ids": list(ids)}
     )
     return {c.chunk_id: c for c in found}
+
+
+def range_blocks(
+    conn: Conn, schema: Schema, ranges: Sequence[tuple[str, str, int, int]]
+) -> list[RangeBlock]:
+    """The indexed-text blocks holding the lines of each (repo, path, first, last) range, by
+    range (numbered from 1) and line; a range of a file no longer indexed has none."""
+    if not ranges:
+        return []
+    repos, paths, firsts, lasts = (list(column) for column in zip(*ranges, strict=True))
+    params = {"repos": repos, "paths": paths, "firsts": firsts, "lasts": lasts}
+    return typed_rows(conn, RangeBlock, schema.sql(queries.RANGE_BLOCKS), params)
 
 
 def definition_pieces(conn: Conn, schema: Schema, ids: Sequence[int]) -> dict[int, DefinitionPiece]:

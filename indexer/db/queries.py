@@ -191,6 +191,21 @@ SELECT c.id AS chunk_id, f.repo, f.path, c.start_line, c.end_line, c.symbol, c.k
  WHERE c.id = ANY(%(ids)s)
 """
 
+# Rows as `rows.RangeBlock`: for each line range (parallel arrays of repo, path, first and
+# last line), the blocks of its file's indexed text holding its lines, in order: from the block
+# holding its first line (the last one starting at or before it) to the last starting within it.
+RANGE_BLOCKS = """
+SELECT r.n::int AS range_no, b.start_line, b.content
+  FROM unnest(%(repos)s::text[], %(paths)s::text[], %(firsts)s::int[], %(lasts)s::int[])
+       WITH ORDINALITY AS r(repo, path, first_line, last_line, n)
+  JOIN {schema}.rag_file f ON f.repo = r.repo AND f.path = r.path
+  JOIN {schema}.rag_text_block b ON b.file_id = f.id
+ WHERE b.start_line <= r.last_line
+   AND b.start_line >= (SELECT coalesce(max(x.start_line), 1) FROM {schema}.rag_text_block x
+                         WHERE x.file_id = f.id AND x.start_line <= r.first_line)
+ ORDER BY r.n, b.start_line
+"""
+
 # Rows as `rows.ChunkFile`: the file of each of the chunks `ids`.
 CHUNK_FILES = """
 SELECT c.id AS chunk_id, c.file_id, f.path

@@ -173,6 +173,16 @@ class ChunkFile:
 
 
 @dataclass(frozen=True, slots=True)
+class RangeBlock:
+    """A block of a file's indexed text holding lines of a range asked for (`range_no`: the
+    range's place among those asked, from 1)."""
+
+    range_no: int
+    start_line: int
+    content: str
+
+
+@dataclass(frozen=True, slots=True)
 class DefinitionPiece:
     """A chunk that is one window of a definition split into several: the definition's lines
     and the chunk holding its signature (`head_id`)."""

@@ -1,15 +1,22 @@
 """The read path: hybrid search (`hybrid`), each query's candidate lists (`candidates`), the
 keyword side (`keyword`), fusion and collapse as pure functions (`fusion`), the filters every
-tool shares, checked once (`filters`), reading a chunk back (`chunks`), navigation by name
-(`symbols`) and by exact text (`text`, with the strings a regex needs: `needles`), and the
-caches a server keeps across searches (query vectors, term statistics).
+tool shares, checked once (`filters`), reading a chunk or a range of lines back (`chunks`),
+navigation by name (`symbols`) and by exact text (`text`, with the strings a regex needs:
+`needles`), and the caches a server keeps across searches (query vectors, term statistics).
 """
 
 from indexer.search.candidates import DEFAULT_EF_SEARCH
-from indexer.search.chunks import MAX_CONTEXT_LINES, ChunkView, get_chunk
+from indexer.search.chunks import MAX_CONTEXT_LINES, ChunkView, get_chunk, indexed_text
 from indexer.search.filters import Filters
 from indexer.search.fusion import DEFAULT_RANKING, Ranking
-from indexer.search.hybrid import DEFAULT_TOP_K, MAX_TOP_K, SNIPPET_CHARS, SearchHit, search_code
+from indexer.search.hybrid import (
+    DEFAULT_TOP_K,
+    MAX_TOP_K,
+    SNIPPET_CHARS,
+    SearchHit,
+    search_code,
+    snippet_of,
+)
 from indexer.search.keyword import TermStatsCache
 from indexer.search.query_cache import QueryVectorCache
 from indexer.search.symbols import (
@@ -55,5 +62,7 @@ __all__ = [
     "get_chunk",
     "get_outline",
     "grep",
+    "indexed_text",
     "search_code",
+    "snippet_of",
 ]

@@ -1,9 +1,11 @@
-"""Reading a chunk back (`get_chunk`), and where a stored chunk is, as both a hit and a chunk
-view report it. Only files under one of the project's roots are ever read.
+"""Reading a chunk back (`get_chunk`), line ranges of the indexed text (`indexed_text`), and
+where a stored chunk is, as both a hit and a chunk view report it. Only files under one of the
+project's roots are ever read.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -98,6 +100,31 @@ def get_chunk(db: Database, project: Project, chunk_id: int, context_lines: int 
         note=note,
         truncated=len(text) > MAX_CHUNK_VIEW_CHARS,
     )
+
+
+def indexed_text(
+    db: Database, project: Project, ranges: Sequence[tuple[str, str, int, int]]
+) -> list[str | None]:
+    """The lines `first` to `last` of each (repo, path, first, last) range as the index holds
+    them (its exact-text blocks: line N of a file is line N of its chunks), joined by newlines;
+    None for a file that is no longer indexed."""
+    if not ranges:
+        return []
+    with db.reading(f"reading indexed text of {project.name}") as conn:
+        blocks = lookup.range_blocks(conn, Schema(project.name), ranges)
+    lines: dict[int, list[str]] = {}
+    first_line: dict[int, int] = {}
+    for block in blocks:
+        first_line.setdefault(block.range_no, block.start_line)
+        lines.setdefault(block.range_no, []).extend(block.content.split("\n"))
+    texts: list[str | None] = []
+    for n, (_, _, first, last) in enumerate(ranges, 1):
+        if n not in lines:
+            texts.append(None)
+            continue
+        skip = first - first_line[n]
+        texts.append("\n".join(lines[n][skip : skip + last - first + 1]))
+    return texts
 
 
 def _read_lines(path: Path) -> list[str] | None:

@@ -7,7 +7,8 @@ regex's needles: `needles.py`), then their lines are matched one by one in Postg
 literal means the same here as in the database and a regex is PostgreSQL's (ARE) syntax,
 checked before it runs. Answers are bounded
 three ways: a result cap (one more row is read to know whether the list is `complete`), a
-statement timeout, and a cap on each line's length.
+statement timeout, and a cap on each line's length (a long line is shown as a window around
+the match unless `whole_lines` asks for it up to MAX_LINE_CHARS).
 """
 
 from __future__ import annotations
@@ -74,6 +75,7 @@ def grep(
     language: str | None = None,
     path_glob: str | None = None,
     max_results: int = DEFAULT_MAX_RESULTS,
+    whole_lines: bool = False,
 ) -> LineMatches:
     """Every line of the indexed files matching `pattern` (a literal unless `regex`), sorted
     by repo, path and line, at most `max_results`; `complete` is False when more match (the
@@ -117,7 +119,8 @@ def grep(
         if regex:
             lookup.check_regex(conn, pattern)
         rows = lookup.grep_lines(conn, Schema(project.name), line_op, params, block)
-    return _bounded(rows, max_results, None if regex else pattern, case_sensitive)
+    literal = None if regex else pattern
+    return _bounded(rows, max_results, None if whole_lines else (literal, case_sensitive))
 
 
 def newline_sensitive(pattern: str) -> str:
@@ -129,13 +132,14 @@ def newline_sensitive(pattern: str) -> str:
 
 
 def _bounded(
-    rows: list[LineMatch], max_results: int, needle: str | None, case_sensitive: bool
+    rows: list[LineMatch], max_results: int, window: tuple[str | None, bool] | None
 ) -> LineMatches:
+    """The first `max_results` rows in path order, each line whole (`window` None) or as a
+    window around (needle, case_sensitive) when long."""
     kept = sorted(rows[:max_results], key=lambda r: (r.repo, r.path, r.line))
-    shown = [
-        LineMatch(r.repo, r.path, r.line, _shown(r.text, needle, case_sensitive)) for r in kept
-    ]
-    return LineMatches(shown, complete=len(rows) <= max_results)
+    if window is not None:
+        kept = [LineMatch(r.repo, r.path, r.line, _shown(r.text, *window)) for r in kept]
+    return LineMatches(kept, complete=len(rows) <= max_results)
 
 
 def word_regex(name: str) -> str:
@@ -153,6 +157,7 @@ def find_references(
     language: str | None = None,
     path_glob: str | None = None,
     max_results: int = DEFAULT_MAX_RESULTS,
+    whole_lines: bool = False,
 ) -> LineMatches:
     """Every line where `name` occurs as a whole word, except the lines where a symbol of that
     name is defined, grouped by file (repo, path, line order). With owners (`Cart.add`), the
@@ -186,4 +191,4 @@ def find_references(
             BlockMatch(needles=(1,), needle_op="like"),
             exclude_definitions=True,
         )
-    return _bounded(rows, max_results, name, True)
+    return _bounded(rows, max_results, None if whole_lines else (name, True))

@@ -1,5 +1,6 @@
-"""What the `./bld` commands share: the `--config` option and the filter options, opening the
-database, and the one translation of our errors into a line on stderr and exit code 1."""
+"""What the `./bld` commands share: the `--config` option, the filter and budget options,
+opening the database, and the one translation of our errors into a line on stderr and exit
+code 1."""
 
 from __future__ import annotations
 
@@ -14,6 +15,8 @@ from indexer.db import Database
 from indexer.errors import RagError
 from indexer.project import Project
 from rag_server.config import CONFIG_ENV, Settings, load_settings, select_projects
+from rag_server.mcp import MAX_RESULT_CHARS
+from rag_server.tools import MIN_RESULT_CHARS, Budget, Detail
 
 ConfigOption = Annotated[
     Path | None,
@@ -31,6 +34,34 @@ LanguageOption = Annotated[str | None, typer.Option(help="Only this language, e.
 PathOption = Annotated[
     str | None, typer.Option("--path", help="Only paths matching this glob, e.g. 'src/**/*.py'.")
 ]
+
+# The budget of a command that prints a tool's object: the tool's detail and max_chars.
+DetailOption = Annotated[
+    Detail | None,
+    typer.Option(
+        help="How much code the JSON object carries: pointers (none), snippets (the default) "
+        "or full (whole texts). Implies --json.",
+        show_default=False,
+    ),
+]
+MaxCharsOption = Annotated[
+    int | None,
+    typer.Option(
+        "--max-chars",
+        min=MIN_RESULT_CHARS,
+        max=MAX_RESULT_CHARS,
+        help="Cut the JSON object to at most this many characters as the tool sends it "
+        f"(compact; default {MAX_RESULT_CHARS}), saying what was left out. Implies --json.",
+        show_default=False,
+    ),
+]
+
+
+def json_budget(as_json: bool, detail: str | None, max_chars: int | None) -> Budget | None:
+    """The budget of the tool's object to print, or None to print lines for a person."""
+    if not (as_json or detail or max_chars):
+        return None
+    return Budget(detail or "snippets", max_chars or MAX_RESULT_CHARS)
 
 
 @contextlib.contextmanager

@@ -1,6 +1,6 @@
 """The navigation commands of `./bld`: `symbols`, `outline`, `grep` and `refs`, the CLI faces
 of the `find_symbol`, `get_outline`, `grep` and `find_references` tools (`--json` prints the
-tool's object)."""
+tool's object, at the `--detail` and within the `--max-chars` given)."""
 
 from __future__ import annotations
 
@@ -22,12 +22,16 @@ from indexer.search import (
 from indexer.search import grep as grep_text
 from rag_server.cli.common import (
     ConfigOption,
+    DetailOption,
     LanguageOption,
+    MaxCharsOption,
     PathOption,
     RepoOption,
+    json_budget,
     project_database,
     user_errors,
 )
+from rag_server.tools import Budget, lines_result, outline_result, symbols_result
 
 ProjectArg = Annotated[str, typer.Argument(help="The project to look in.")]
 MaxOption = Annotated[
@@ -54,12 +58,15 @@ def symbols(
         int, typer.Option(min=1, max=MAX_SYMBOL_LIMIT, help="How many definitions.")
     ] = DEFAULT_SYMBOL_LIMIT,
     as_json: JsonOption = False,
+    detail: DetailOption = None,
+    max_chars: MaxCharsOption = None,
     config: ConfigOption = None,
 ) -> None:
     """Where a symbol is defined: `repo/path:start-end  kind  qualified name  signature`.
 
-    Example: ./bld symbols code_rag sweep_project
+    Example: ./bld symbols code_rag sweep_project --detail full
     """
+    budget = json_budget(as_json, detail, max_chars)
     with user_errors(), project_database(config, project) as (target, db):
         found = find_symbol(
             db,
@@ -72,9 +79,9 @@ def symbols(
             path_glob=path,
             limit=limit,
         )
-    if as_json:
-        _print_json({**found.to_dict(), "truncated": False})
-        return
+        if budget is not None:
+            _print_json(symbols_result(db, target, found, budget))
+            return
     if not found.symbols:
         typer.echo("no definitions")
         return
@@ -92,6 +99,8 @@ def outline(
     repo: Annotated[str, typer.Argument(help="The root (its name).")],
     path: Annotated[str, typer.Argument(help="The file's path relative to the root.")],
     as_json: JsonOption = False,
+    detail: DetailOption = None,
+    max_chars: MaxCharsOption = None,
     config: ConfigOption = None,
 ) -> None:
     """What a file defines, as an indented tree: `start-end  kind  name  signature`.
@@ -100,8 +109,9 @@ def outline(
     """
     with user_errors(), project_database(config, project) as (target, db):
         found = get_outline(db, target, repo, path)
-    if as_json:
-        _print_json({**found.to_dict(), "truncated": False})
+    budget = json_budget(as_json, detail, max_chars)
+    if budget is not None:
+        _print_json(outline_result(found, budget))
         return
     if not found.symbols:
         typer.echo("no definitions")
@@ -116,9 +126,9 @@ def outline(
     show(found.symbols, 0)
 
 
-def _print_lines(found: LineMatches, key: str, as_json: bool) -> None:
-    if as_json:
-        _print_json({**found.to_dict(key), "truncated": False})
+def _print_lines(found: LineMatches, key: str, budget: Budget | None) -> None:
+    if budget is not None:
+        _print_json(lines_result(found, key, budget))
         return
     for m in found.matches:
         typer.echo(f"{m.repo}/{m.path}:{m.line}: {m.text}")
@@ -138,11 +148,13 @@ def grep(
     path: PathOption = None,
     max_results: MaxOption = DEFAULT_MAX_RESULTS,
     as_json: JsonOption = False,
+    detail: DetailOption = None,
+    max_chars: MaxCharsOption = None,
     config: ConfigOption = None,
 ) -> None:
     """Every indexed line containing the text, as `repo/path:line: text`.
 
-    Example: ./bld grep code_rag "compare_digest"
+    Example: ./bld grep code_rag "compare_digest" --detail full
     """
     with user_errors(), project_database(config, project) as (target, db):
         found = grep_text(
@@ -155,8 +167,9 @@ def grep(
             language=language,
             path_glob=path,
             max_results=max_results,
+            whole_lines=detail == "full",
         )
-    _print_lines(found, "matches", as_json)
+    _print_lines(found, "matches", json_budget(as_json, detail, max_chars))
 
 
 def refs(
@@ -167,6 +180,8 @@ def refs(
     path: PathOption = None,
     max_results: MaxOption = DEFAULT_MAX_RESULTS,
     as_json: JsonOption = False,
+    detail: DetailOption = None,
+    max_chars: MaxCharsOption = None,
     config: ConfigOption = None,
 ) -> None:
     """Every line using the identifier (its definitions left out), as `repo/path:line: text`.
@@ -182,5 +197,6 @@ def refs(
             language=language,
             path_glob=path,
             max_results=max_results,
+            whole_lines=detail == "full",
         )
-    _print_lines(found, "references", as_json)
+    _print_lines(found, "references", json_budget(as_json, detail, max_chars))

@@ -10,14 +10,18 @@ import typer
 from indexer.search import SearchHit, search_code
 from rag_server.cli.common import (
     ConfigOption,
+    DetailOption,
     LanguageOption,
+    MaxCharsOption,
     PathOption,
     RepoOption,
+    json_budget,
     open_database,
     settings_from,
     user_errors,
 )
 from rag_server.config import make_settings_embedder, select_projects
+from rag_server.tools import search_result
 
 
 def search(
@@ -38,12 +42,15 @@ def search(
     as_json: Annotated[
         bool, typer.Option("--json", help="Print the hits as JSON (as search_code returns them).")
     ] = False,
+    detail: DetailOption = None,
+    max_chars: MaxCharsOption = None,
     config: ConfigOption = None,
 ) -> None:
     """Search a project and print ranked hits as `path:start-end  symbol  score`.
 
-    Example: ./bld search code_rag "where are files hashed" --top-k 5
+    Example: ./bld search code_rag "where are files hashed" --top-k 5 --detail full
     """
+    budget = json_budget(as_json, detail, max_chars)
     with user_errors():
         settings = settings_from(config)
         [target] = select_projects(settings, project)
@@ -62,10 +69,12 @@ def search(
                     ef_search=settings.search.ef_search,
                     by_file=by_file,
                 )
+                if budget is not None:
+                    payload = search_result(db, [target], query, hits, budget)
         finally:
             embedder.close()
-    if as_json:
-        typer.echo(json.dumps({"hits": [h.to_dict() for h in hits]}, indent=2))
+    if budget is not None:
+        typer.echo(json.dumps(payload, indent=2, ensure_ascii=False))
     else:
         _print_hits(hits)
 

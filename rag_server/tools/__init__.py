@@ -2,7 +2,7 @@
 descriptions written for an agent) and handlers, and the toolbox that binds them to an endpoint.
 
     spec.py        what a tool is; argument checks; results and their size bound
-    schemas.py     the schema fragments several tools share
+    schemas.py     the schema fragments several tools share, result budgets among them
     search.py      search_code, get_chunk
     navigation.py  find_symbol, get_outline, grep, find_references
     project.py     list_repos, index_status
@@ -10,7 +10,24 @@ descriptions written for an agent) and handlers, and the toolbox that binds them
     toolbox.py     the tool list, and the tools bound to one endpoint
 """
 
+from rag_server.tools.navigation import lines_result, outline_result, symbols_result
+from rag_server.tools.schemas import MIN_RESULT_CHARS, Budget, Detail
+from rag_server.tools.search import search_result
 from rag_server.tools.spec import ToolSpec, check_arguments
 from rag_server.tools.toolbox import TOOLS, TOOLS_BY_NAME, EndpointTools
 
-__all__ = ["TOOLS", "TOOLS_BY_NAME", "EndpointTools", "ToolSpec", "check_arguments"]
+# The results of the tools that return code, for the CLI to print as the tools answer.
+__all__ = [
+    "MIN_RESULT_CHARS",
+    "TOOLS",
+    "TOOLS_BY_NAME",
+    "Budget",
+    "Detail",
+    "EndpointTools",
+    "ToolSpec",
+    "check_arguments",
+    "lines_result",
+    "outline_result",
+    "search_result",
+    "symbols_result",
+]

@@ -24,10 +24,12 @@ from typing import Any
 
 from indexer.errors import InvalidArgument
 from indexer.project import Project
-from indexer.search import DEFAULT_MAX_RESULTS, DEFAULT_SYMBOL_LIMIT
+from indexer.search import DEFAULT_MAX_RESULTS, DEFAULT_SYMBOL_LIMIT, SNIPPET_CHARS
+from rag_server.mcp import MAX_RESULT_CHARS
 from rag_server.service import Endpoint, Service
+from rag_server.tools.schemas import budget_arguments, the_rest
 from rag_server.tools.search import search_over
-from rag_server.tools.spec import ToolSpec, bound_list
+from rag_server.tools.spec import ToolSpec, bound_result
 
 # The list each tool's result holds, whose entries name their project.
 ITEMS = {
@@ -36,6 +38,10 @@ ITEMS = {
     "find_references": "references",
     "list_repos": "repos",
 }
+# The tools whose results take a budget (`max_chars`), besides search_code.
+BUDGETED = frozenset({"find_symbol", "grep", "find_references", "get_outline", "get_chunk"})
+# What `"project": "<name>", ` adds to a result's JSON beside the name itself.
+PROJECT_FIELD_CHARS = 16
 
 
 def answer(
@@ -48,9 +54,13 @@ def answer(
         return search_over(service, projects, rest)
     if endpoint.single:
         return tool.handler(service, projects[0], rest)
-    if len(projects) == 1:
+    if len(projects) == 1 and tool.name not in ITEMS:
+        # One object (a chunk, an outline, a status): room is kept for its project's name.
         [project] = projects
-        return _named(tool, tool.handler(service, project, rest), project.name)
+        if tool.name in BUDGETED:
+            room = _max_chars(rest) - len(project.name) - PROJECT_FIELD_CHARS
+            rest = {**rest, "max_chars": room}
+        return {"project": project.name, **tool.handler(service, project, rest)}
     merge = MERGES.get(tool.name)
     if merge is None:  # a tool of one project at a time: get_chunk
         names = ", ".join(p.name for p in projects)
@@ -59,6 +69,10 @@ def answer(
             "its project"
         )
     return merge(tool, service, projects, rest, endpoint)
+
+
+def _max_chars(args: Mapping[str, Any]) -> int:
+    return int(args.get("max_chars") or MAX_RESULT_CHARS)
 
 
 def chosen(endpoint: Endpoint, project: object, repo: object) -> list[Project]:
@@ -82,26 +96,6 @@ def chosen(endpoint: Endpoint, project: object, repo: object) -> list[Project]:
     return projects
 
 
-def _named(tool: ToolSpec, result: dict[str, Any], project: str) -> dict[str, Any]:
-    """`result` with its entries (or itself, for a tool of one file or chunk) naming `project`,
-    within the size bound."""
-    key = ITEMS.get(tool.name)
-    if key is None:
-        return {"project": project, **result}
-    result[key] = [{"project": project, **item} for item in result[key]]
-    return _bounded(result, key)
-
-
-def _bounded(result: dict[str, Any], key: str) -> dict[str, Any]:
-    """`result` within the size bound, keeping a cut it already had."""
-    cut = bool(result.get("truncated"))
-    result = bound_list(result, key)
-    result["truncated"] = cut or result["truncated"]
-    if "complete" in result:
-        result["complete"] = result["complete"] and not result["truncated"]
-    return result
-
-
 Merge = Callable[
     [ToolSpec, Service, Sequence[Project], Mapping[str, Any], Endpoint], dict[str, Any]
 ]
@@ -110,7 +104,41 @@ Merge = Callable[
 def _each(
     tool: ToolSpec, service: Service, projects: Sequence[Project], args: Mapping[str, Any]
 ) -> list[dict[str, Any]]:
-    return [_named(tool, tool.handler(service, p, args), p.name) for p in projects]
+    """Each project's answer, its entries naming their project. A tool with a budget answers
+    each project within the server's bound; the merged answer is cut to the caller's."""
+    key = ITEMS[tool.name]
+    if tool.name in BUDGETED:
+        args = {**args, "max_chars": MAX_RESULT_CHARS}
+    results = []
+    for project in projects:
+        result = tool.handler(service, project, args)
+        result[key] = [{"project": project.name, **item} for item in result[key]]
+        results.append(result)
+    return results
+
+
+def _bounded(
+    merged: dict[str, Any], key: str, args: Mapping[str, Any], cut: bool
+) -> dict[str, Any]:
+    """The merged answer within the caller's budget; `cut` when a project's own answer was
+    already cut (its further entries are left out too)."""
+    budget = budget_arguments(args)
+    rest = the_rest(budget, "narrow to one project with project, or read the files")
+    lines = "complete" in merged
+    if lines and cut:
+        merged["complete"] = False
+    text = "text" if key == "symbols" and budget.detail == "full" else None
+    bounded = bound_result(
+        merged, budget.max_chars, entries=key, text=text, floor=SNIPPET_CHARS, rest=rest
+    )
+    if lines and bounded.get("omitted") and bounded["complete"]:
+        merged["complete"] = False  # lines left out: not complete
+        bounded = bound_result(merged, budget.max_chars, entries=key, rest=rest)
+    if cut and not bounded["truncated"]:
+        bounded["truncated"] = True
+        note = "Some projects had more than fits: narrow to one with project."
+        bounded["note"] = " ".join(filter(None, [note, bounded.get("note")]))
+    return bounded
 
 
 def merge_symbols(
@@ -133,12 +161,8 @@ def merge_symbols(
             match = "fuzzy"
     limit = int(args.get("limit") or DEFAULT_SYMBOL_LIMIT)
     taken = [s for turn in zip_longest(*(r["symbols"] for r in results)) for s in turn if s]
-    merged = {
-        "symbols": taken[:limit],
-        "match": match,
-        "truncated": any(r["truncated"] for r in results) or len(taken) > limit,
-    }
-    return _bounded(merged, "symbols")
+    merged = {"symbols": taken[:limit], "match": match}
+    return _bounded(merged, "symbols", args, any(r["truncated"] for r in results))
 
 
 def merge_lines(
@@ -153,12 +177,9 @@ def merge_lines(
     results = _each(tool, service, projects, args)
     limit = int(args.get("max_results") or DEFAULT_MAX_RESULTS)
     lines = [line for r in results for line in r[key]]
-    merged = {
-        key: lines[:limit],
-        "complete": all(r["complete"] for r in results) and len(lines) <= limit,
-        "truncated": any(r.get("truncated") for r in results),
-    }
-    return _bounded(merged, key)
+    complete = all(r["complete"] for r in results) and len(lines) <= limit
+    merged = {key: lines[:limit], "complete": complete}
+    return _bounded(merged, key, args, any(r.get("truncated") for r in results))
 
 
 def merge_outline(

@@ -2,8 +2,10 @@
 outline a file, find every line that says something, find the uses of an identifier.
 
 They answer from the symbol table and the indexed text (no embedding involved), so they are
-exact and fast; results stay within the same size bound as every tool's (entries are dropped
-from the end, and `truncated` says so; `complete` turns false with it).
+exact and fast. `detail` says how much code comes with each entry (none, the signature or
+line window, the whole definition or line); results stay within their `max_chars` budget
+(definition texts are shortened first, then entries dropped from the end, and `truncated`
+says so; `complete` turns false with it).
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from indexer.db import Database
 from indexer.project import Project
 from indexer.search import (
     DEFAULT_MAX_RESULTS,
@@ -18,22 +21,32 @@ from indexer.search import (
     MATCH_MODES,
     MAX_RESULTS,
     MAX_SYMBOL_LIMIT,
+    SNIPPET_CHARS,
     LineMatches,
+    Outline,
+    SymbolMatches,
     find_references,
     find_symbol,
     get_outline,
     grep,
+    indexed_text,
 )
 from rag_server.service import Service
 from rag_server.tools.schemas import (
+    CUT_FIELDS,
     FILTERS,
+    MAX_CHARS,
     NULLABLE_STRING,
     PROJECT_NAME,
+    Budget,
+    budget_arguments,
+    detail,
     filter_arguments,
     how_many,
     input_schema,
+    the_rest,
 )
-from rag_server.tools.spec import ToolSpec, bound_list
+from rag_server.tools.spec import ToolSpec, bound_result
 
 SYMBOL_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -50,7 +63,14 @@ SYMBOL_SCHEMA: dict[str, Any] = {
         "path": {"type": "string", "description": "path relative to the root"},
         "start_line": {"type": "integer", "description": "first line, doc comments included"},
         "end_line": {"type": "integer"},
-        "signature": {"type": "string", "description": "the line naming it, trimmed"},
+        "signature": {
+            "type": "string",
+            "description": "the line naming it, trimmed (not with detail=pointers)",
+        },
+        "text": {
+            "type": "string",
+            "description": "the definition as indexed, start_line to end_line (detail=full)",
+        },
         "chunk_id": {
             "type": ["integer", "null"],
             "description": "the chunk holding the signature (for get_chunk)",
@@ -65,7 +85,6 @@ SYMBOL_SCHEMA: dict[str, Any] = {
         "path",
         "start_line",
         "end_line",
-        "signature",
         "chunk_id",
     ],
 }
@@ -90,6 +109,13 @@ FIND_SYMBOL_INPUT = input_schema(
         "limit": how_many(
             MAX_SYMBOL_LIMIT, DEFAULT_SYMBOL_LIMIT, "How many definitions to return."
         ),
+        "detail": detail(
+            "snippets",
+            "each definition with its signature line.",
+            "each definition with its signature and its whole text (doc comments included) "
+            "as `text`.",
+        ),
+        "max_chars": MAX_CHARS,
     },
     required=["name"],
 )
@@ -103,7 +129,7 @@ FIND_SYMBOL_OUTPUT: dict[str, Any] = {
             "enum": list(MATCH_MODES),
             "description": "how they matched: fuzzy when an exact look-up found nothing",
         },
-        "truncated": {"type": "boolean"},
+        **CUT_FIELDS,
     },
     "required": ["symbols", "match", "truncated"],
 }
@@ -116,6 +142,13 @@ GET_OUTLINE_INPUT = input_schema(
             "minLength": 1,
             "description": "The file's path relative to its root, as other tools print it.",
         },
+        "detail": detail(
+            "snippets",
+            "each definition with its signature line.",
+            "the same as snippets (an outline shows signatures at most: find_symbol with "
+            "detail=full gives a definition's text).",
+        ),
+        "max_chars": MAX_CHARS,
     },
     required=["repo", "path"],
 )
@@ -128,10 +161,10 @@ _OUTLINE_ENTRY: dict[str, Any] = {
         "kind": {"type": "string"},
         "start_line": {"type": "integer"},
         "end_line": {"type": "integer"},
-        "signature": {"type": "string"},
+        "signature": {"type": "string", "description": "not with detail=pointers"},
         "children": {"type": "array", "items": {"type": "object"}},
     },
-    "required": ["name", "kind", "start_line", "end_line", "signature", "children"],
+    "required": ["name", "kind", "start_line", "end_line", "children"],
 }
 
 GET_OUTLINE_OUTPUT: dict[str, Any] = {
@@ -142,7 +175,14 @@ GET_OUTLINE_OUTPUT: dict[str, Any] = {
         "path": {"type": "string"},
         "language": NULLABLE_STRING,
         "symbols": {"type": "array", "items": _OUTLINE_ENTRY},
-        "truncated": {"type": "boolean"},
+        **{
+            **CUT_FIELDS,
+            "omitted": {
+                **CUT_FIELDS["omitted"],
+                "description": "with truncated: how many top-level entries (each with its "
+                "children) were left out at the end",
+            },
+        },
     },
     "required": ["repo", "path", "language", "symbols", "truncated"],
 }
@@ -160,14 +200,23 @@ _LINE: dict[str, Any] = {
         "repo": {"type": "string"},
         "path": {"type": "string", "description": "path relative to the root"},
         "line": {"type": "integer", "description": "1-based line number"},
-        "text": {"type": "string", "description": "the line (a window of it when long)"},
+        "text": {
+            "type": "string",
+            "description": "the line: a window of it when long (detail=snippets), whole up to "
+            "2000 characters (detail=full), absent with detail=pointers",
+        },
     },
-    "required": ["repo", "path", "line", "text"],
+    "required": ["repo", "path", "line"],
 }
 _COMPLETE = {
     "type": "boolean",
-    "description": "false when max_results or the size bound cut the list: there is more",
+    "description": "false when max_results or max_chars cut the list: there is more",
 }
+_LINES_DETAIL = detail(
+    "snippets",
+    "each line's text, as a window around the match when the line is long.",
+    "each line's whole text (up to 2000 characters).",
+)
 
 
 def _lines_output(key: str) -> dict[str, Any]:
@@ -177,7 +226,7 @@ def _lines_output(key: str) -> dict[str, Any]:
         "properties": {
             key: {"type": "array", "items": _LINE},
             "complete": _COMPLETE,
-            "truncated": {"type": "boolean"},
+            **CUT_FIELDS,
         },
         "required": [key, "complete"],
     }
@@ -199,6 +248,8 @@ GREP_INPUT = input_schema(
         "case_sensitive": {"type": "boolean", "default": True},
         **FILTERS,
         "max_results": _MAX_RESULTS,
+        "detail": _LINES_DETAIL,
+        "max_chars": MAX_CHARS,
     },
     required=["pattern"],
 )
@@ -215,6 +266,8 @@ FIND_REFERENCES_INPUT = input_schema(
         },
         **FILTERS,
         "max_results": _MAX_RESULTS,
+        "detail": _LINES_DETAIL,
+        "max_chars": MAX_CHARS,
     },
     required=["name"],
 )
@@ -222,11 +275,72 @@ FIND_REFERENCES_INPUT = input_schema(
 FIND_REFERENCES_OUTPUT = _lines_output("references")
 
 
-def _bound_lines(found: LineMatches, key: str) -> dict[str, Any]:
-    """The lines under `key` within the size bound; not `complete` when the bound cut them."""
-    result = bound_list(found.to_dict(key), key)
-    result["complete"] = found.complete and not result["truncated"]
-    return result
+def lines_result(found: LineMatches, key: str, budget: Budget) -> dict[str, Any]:
+    """What grep and find_references answer (the CLI prints it too): the lines under `key`
+    within the budget (a line is never cut: lines are dropped from the end); not `complete`
+    when the budget or max_results cut them. Whole lines or windows were chosen by the
+    search (`whole_lines`); pointers leave the text out."""
+    result = found.to_dict(key)
+    if budget.detail == "pointers":
+        result[key] = [{k: v for k, v in line.items() if k != "text"} for line in result[key]]
+    rest = the_rest(budget, "read the lines from their files")
+    bounded = bound_result(result, budget.max_chars, entries=key, rest=rest)
+    if bounded.get("omitted") and bounded["complete"]:
+        # Lines left out: not complete, and "false" is a character longer than "true".
+        result["complete"] = False
+        bounded = bound_result(result, budget.max_chars, entries=key, rest=rest)
+    return bounded
+
+
+def symbols_result(
+    db: Database, project: Project, found: SymbolMatches, budget: Budget
+) -> dict[str, Any]:
+    """What find_symbol answers for `found` (the CLI prints it too): each definition with its
+    signature, without it (pointers) or with its text too (full), within the budget."""
+    result = found.to_dict()
+    if budget.detail == "pointers":
+        result["symbols"] = _without_signatures(result["symbols"])
+    elif budget.detail == "full":
+        symbols = result["symbols"]
+        ranges = [(s["repo"], s["path"], s["start_line"], s["end_line"]) for s in symbols]
+        texts = indexed_text(db, project, ranges)
+        result["symbols"] = [
+            {**symbol, "text": text if text is not None else symbol["signature"]}
+            for symbol, text in zip(symbols, texts, strict=True)
+        ]
+    return bound_result(
+        result,
+        budget.max_chars,
+        entries="symbols",
+        text="text" if budget.detail == "full" else None,
+        floor=SNIPPET_CHARS,
+        rest=the_rest(
+            budget,
+            "read a definition's lines from its file, or call get_chunk with its chunk_id",
+            narrow="kind, repo, language or path_glob",
+        ),
+    )
+
+
+def outline_result(outline: Outline, budget: Budget) -> dict[str, Any]:
+    """What get_outline answers (the CLI prints it too): the tree with signatures, or without
+    them (pointers), within the budget (top-level entries dropped from the end)."""
+    result = outline.to_dict()
+    if budget.detail == "pointers":
+        result["symbols"] = _without_signatures(result["symbols"])
+    rest = the_rest(budget, "read the file, or call find_symbol for a definition", None)
+    return bound_result(result, budget.max_chars, entries="symbols", rest=rest)
+
+
+def _without_signatures(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Entries (and their children, in an outline) without their signature lines."""
+    stripped = []
+    for entry in entries:
+        entry = {k: v for k, v in entry.items() if k != "signature"}
+        if "children" in entry:
+            entry["children"] = _without_signatures(entry["children"])
+        stripped.append(entry)
+    return stripped
 
 
 def find_symbol_handler(
@@ -241,17 +355,18 @@ def find_symbol_handler(
         **filter_arguments(args),
         limit=int(args.get("limit") or DEFAULT_SYMBOL_LIMIT),
     )
-    return bound_list(found.to_dict(), "symbols")
+    return symbols_result(service.db, project, found, budget_arguments(args))
 
 
 def get_outline_handler(
     service: Service, project: Project, args: Mapping[str, Any]
 ) -> dict[str, Any]:
     outline = get_outline(service.db, project, str(args["repo"]), str(args["path"]))
-    return bound_list(outline.to_dict(), "symbols")
+    return outline_result(outline, budget_arguments(args))
 
 
 def grep_handler(service: Service, project: Project, args: Mapping[str, Any]) -> dict[str, Any]:
+    budget = budget_arguments(args)
     found = grep(
         service.db,
         project,
@@ -260,21 +375,24 @@ def grep_handler(service: Service, project: Project, args: Mapping[str, Any]) ->
         case_sensitive=bool(args.get("case_sensitive", True)),
         **filter_arguments(args),
         max_results=int(args.get("max_results") or DEFAULT_MAX_RESULTS),
+        whole_lines=budget.detail == "full",
     )
-    return _bound_lines(found, "matches")
+    return lines_result(found, "matches", budget)
 
 
 def find_references_handler(
     service: Service, project: Project, args: Mapping[str, Any]
 ) -> dict[str, Any]:
+    budget = budget_arguments(args)
     found = find_references(
         service.db,
         project,
         str(args["name"]),
         **filter_arguments(args),
         max_results=int(args.get("max_results") or DEFAULT_MAX_RESULTS),
+        whole_lines=budget.detail == "full",
     )
-    return _bound_lines(found, "references")
+    return lines_result(found, "references", budget)
 
 
 # The descriptions say which question each tool answers, and which tool to use instead.
@@ -286,8 +404,8 @@ FIND_SYMBOL = ToolSpec(
     "ones included) with repo, path, start_line-end_line, kind, qualified_name and the "
     "signature line. `Cart.add` / `Cart::add` / `Cart#add` narrow by owner. match=prefix "
     "lists names starting with it, match=fuzzy finds near misses; an exact name that "
-    "matches nothing falls back to fuzzy (the result's `match` says so). Use search_code "
-    "instead when you can only describe the code.",
+    "matches nothing falls back to fuzzy (the result's `match` says so). detail=full adds "
+    "each definition's text. Use search_code instead when you can only describe the code.",
     FIND_SYMBOL_INPUT,
     FIND_SYMBOL_OUTPUT,
     find_symbol_handler,
@@ -310,9 +428,9 @@ GREP = ToolSpec(
     "Answer 'where does this exact text appear?': every matching line of the indexed "
     "files (not one per chunk) with repo, path and line number, sorted by path. A literal "
     "by default (case-sensitive unless case_sensitive=false); regex=true takes a "
-    "PostgreSQL regex. `complete: false` means max_results cut the list: narrow with "
-    "repo, language or path_glob. Use it for strings, error messages, config keys; "
-    "search_code for meaning.",
+    "PostgreSQL regex. `complete: false` means max_results or max_chars cut the list: "
+    "narrow with repo, language or path_glob. Use it for strings, error messages, config "
+    "keys; search_code for meaning.",
     GREP_INPUT,
     GREP_OUTPUT,
     grep_handler,
@@ -324,8 +442,8 @@ FIND_REFERENCES = ToolSpec(
     "Answer 'who calls / uses X?': every line where the identifier occurs as a whole word, "
     "except the lines defining it, grouped by file (repo, path, line, text). A textual "
     "match, so it finds calls, imports and mentions in comments alike, in every language. "
-    "`complete: false` means the cap cut the list: there are more, narrow with repo, "
-    "language or path_glob. Use find_symbol for the definition itself.",
+    "`complete: false` means the cap or max_chars cut the list: there are more, narrow with "
+    "repo, language or path_glob. Use find_symbol for the definition itself.",
     FIND_REFERENCES_INPUT,
     FIND_REFERENCES_OUTPUT,
     find_references_handler,

@@ -7,7 +7,9 @@ argument or field in every tool that has it.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, TypedDict
+from typing import Any, Literal, NamedTuple, TypedDict, get_args
+
+from rag_server.mcp import MAX_RESULT_CHARS
 
 NULLABLE_STRING: dict[str, Any] = {"type": ["string", "null"]}
 CHUNK_ID: dict[str, Any] = {
@@ -76,3 +78,82 @@ def input_schema(properties: dict[str, Any], required: list[str]) -> dict[str, A
         "required": required,
         "additionalProperties": False,
     }
+
+
+# --- result budgets: how much code a result carries, and how large it may be ------------------
+
+Detail = Literal["pointers", "snippets", "full"]
+DETAILS: tuple[str, ...] = get_args(Detail)
+# The smallest budget a caller may set: what locates a result and says how it was cut (ids,
+# paths, lines, the flags and a note) takes a few hundred characters on its own.
+MIN_RESULT_CHARS = 500
+
+
+def detail(default: str, snippets: str, full: str) -> dict[str, Any]:
+    """The `detail` argument of a tool that returns code: what `snippets` and `full` show
+    there (`pointers` is the same everywhere)."""
+    return {
+        "type": "string",
+        "enum": list(DETAILS),
+        "default": default,
+        "description": "How much code to return. pointers: where things are and nothing "
+        "else (repo, path, lines, symbol, chunk_id; no code text), so the most entries fit "
+        f"in a result. snippets: {snippets} full: {full} Default: {default}.",
+    }
+
+
+MAX_CHARS: dict[str, Any] = {
+    "type": "integer",
+    "minimum": MIN_RESULT_CHARS,
+    "maximum": MAX_RESULT_CHARS,
+    "default": MAX_RESULT_CHARS,
+    "description": "The most characters the result may take (its JSON). When more was found, "
+    "long texts are shortened first, then the last entries left out; the result then says "
+    "truncated: true, how many entries were left out (omitted) and how to get the rest (note).",
+}
+
+# The fields that say how a list result was cut to its budget.
+CUT_FIELDS: dict[str, Any] = {
+    "truncated": {
+        "type": "boolean",
+        "description": "true when the result was cut to fit max_chars (or the server's bound)",
+    },
+    "omitted": {
+        "type": "integer",
+        "minimum": 0,
+        "description": "with truncated: how many entries were left out at the end",
+    },
+    "shortened": {
+        "type": "array",
+        "items": {"type": "integer"},
+        "description": "with truncated: the positions (from 0) of the entries whose text was "
+        "shortened (it ends with …)",
+    },
+    "note": {"type": "string", "description": "what was cut and how to get the rest"},
+}
+
+
+class Budget(NamedTuple):
+    detail: str
+    max_chars: int
+
+
+def the_rest(budget: Budget, read: str, narrow: str | None = "repo, language or path_glob") -> str:
+    """The note's way to the rest of a cut result: `read` (where the whole text is), the
+    filters to `narrow` with, and the budget arguments that would fit more."""
+    ways = [read]
+    if narrow:
+        ways.append(f"narrow with {narrow}")
+    if budget.max_chars < MAX_RESULT_CHARS:
+        ways.append(f"raise max_chars (up to {MAX_RESULT_CHARS})")
+    if budget.detail != "pointers":
+        ways.append("use detail=pointers to fit more entries")
+    return "For the rest: " + "; ".join(ways) + "."
+
+
+def budget_arguments(args: Mapping[str, Any], default_detail: str = "snippets") -> Budget:
+    """The detail and max_chars a call gave (checked against the schema), or their defaults."""
+    return Budget(
+        detail=args.get("detail") or default_detail,
+        max_chars=int(args.get("max_chars") or MAX_RESULT_CHARS),
+    )
