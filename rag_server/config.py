@@ -524,6 +524,20 @@ def select_projects(settings: Settings, target: str) -> list[Project]:
     return [settings.projects[target]]
 
 
+def endpoint_projects(settings: Settings, name: str) -> list[Project]:
+    """The projects `name` reads: a configured project, or a group's projects (the CLI's
+    spelling of an endpoint)."""
+    members = settings.members(name)
+    if members is None:
+        projects = ", ".join(sorted(settings.projects)) or "none yet"
+        groups = ", ".join(sorted(settings.groups)) or "none"
+        raise ProjectNotFound(
+            f"unknown project or group {name!r}: {settings.projects_path} configures the "
+            f"projects {projects} and the groups {groups}"
+        )
+    return [settings.projects[m] for m in members]
+
+
 def make_settings_embedder(settings: Settings) -> Embedder:
     """The embedder the settings ask for (not yet loaded or contacted)."""
     from indexer.embed import make_embedder

@@ -174,3 +174,29 @@ def test_full_scan_rereads_every_file_and_embeds_only_new_text(
     # Every vector comes back from the embedding cache every project shares.
     assert ollama_standin.embedding_calls == 0
     assert "embedded, 0 vectors from cache" not in full.stdout
+
+
+def test_search_reads_a_group_as_one(workspace: Path) -> None:
+    tools = workspace / "tools"
+    tools.mkdir()
+    (tools / "ledger.py").write_text(
+        "def post_invoice_total(total):\n    return round(total, 2)\n", encoding="utf-8"
+    )
+    document = {
+        "projects": {"shop": {"roots": ["shop"]}, "tools": {"roots": ["tools"]}},
+        "groups": {"all_code": ["shop", "tools"]},
+    }
+    (workspace / "rag-projects.json").write_text(json.dumps(document), encoding="utf-8")
+    assert bld(workspace, "scan", "all").returncode == 0
+    found = bld(workspace, "search", "all_code", "invoice total", "--top-k", "5")
+    assert found.returncode == 0, found.stderr
+    places = [line.split()[0] for line in found.stdout.splitlines() if not line.startswith(" ")]
+    # Each hit says its project; both projects answer.
+    assert {p.split(":", 1)[0] for p in places} == {"shop", "tools"}
+    assert "tools:tools/ledger.py:1-2" in places
+    data = json.loads(bld(workspace, "search", "all_code", "post_invoice_total", "--json").stdout)
+    assert (data["hits"][0]["project"], data["hits"][0]["path"]) == ("tools", "ledger.py")
+    unknown = bld(workspace, "search", "nothing", "x")
+    assert unknown.returncode == 1
+    assert "unknown project or group 'nothing'" in unknown.stderr
+    assert "the groups all_code" in unknown.stderr

@@ -20,12 +20,12 @@ from rag_server.cli.common import (
     settings_from,
     user_errors,
 )
-from rag_server.config import make_settings_embedder, select_projects
+from rag_server.config import endpoint_projects, make_settings_embedder
 from rag_server.tools import search_result
 
 
 def search(
-    project: Annotated[str, typer.Argument(help="The project to search.")],
+    project: Annotated[str, typer.Argument(help="The project (or group) to search.")],
     query: Annotated[str, typer.Argument(help="What the code does, or a name in it.")],
     top_k: Annotated[int, typer.Option("--top-k", "-k", min=1, max=50, help="How many hits.")] = 10,
     repo: RepoOption = None,
@@ -46,20 +46,21 @@ def search(
     max_chars: MaxCharsOption = None,
     config: ConfigOption = None,
 ) -> None:
-    """Search a project and print ranked hits as `path:start-end  symbol  score`.
+    """Search a project, or a group of projects as one, and print ranked hits as
+    `repo/path:start-end  symbol  score` (over a group, `project:repo/path...`).
 
     Example: ./bld search code_rag "where are files hashed" --top-k 5 --detail full
     """
     budget = json_budget(as_json, detail, max_chars)
     with user_errors():
         settings = settings_from(config)
-        [target] = select_projects(settings, project)
+        targets = endpoint_projects(settings, project)
         embedder = make_settings_embedder(settings)
         try:
             with open_database(settings) as db:
                 hits = search_code(
                     db,
-                    target,
+                    targets,
                     embedder,
                     query,
                     top_k=top_k,
@@ -70,21 +71,25 @@ def search(
                     by_file=by_file,
                 )
                 if budget is not None:
-                    payload = search_result(db, [target], query, hits, budget)
+                    payload = search_result(db, targets, query, hits, budget)
         finally:
             embedder.close()
     if budget is not None:
         typer.echo(json.dumps(payload, indent=2, ensure_ascii=False))
     else:
-        _print_hits(hits)
+        _print_hits(hits, named=len(targets) > 1)
 
 
-def _print_hits(hits: list[SearchHit]) -> None:
+def _print_hits(hits: list[SearchHit], *, named: bool = False) -> None:
+    """Each hit's place, symbol and score; `named`: each place starts with its project."""
     if not hits:
         typer.echo("no hits")
-    width = max((len(f"{h.repo}/{h.path}:{h.start_line}-{h.end_line}") for h in hits), default=0)
-    for h in hits:
-        where = f"{h.repo}/{h.path}:{h.start_line}-{h.end_line}"
+    places = [
+        (f"{h.project}:" if named else "") + f"{h.repo}/{h.path}:{h.start_line}-{h.end_line}"
+        for h in hits
+    ]
+    width = max((len(place) for place in places), default=0)
+    for h, where in zip(hits, places, strict=True):
         stale = "  (stale: its root is unavailable)" if h.stale else ""
         typer.echo(f"{where:<{width}}  {h.symbol or '-'}  {h.score:.4f}{stale}")
         for also in h.also:

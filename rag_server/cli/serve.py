@@ -53,12 +53,16 @@ def _print_connect_lines(settings: Settings) -> None:
     token = settings.server.token
     typer.echo("")
     typer.echo("Connect Claude Code (run in your project's folder):")
-    for name in settings.projects:
+    for name in [*settings.projects, *settings.groups]:
         typer.echo(
             f"  claude mcp add --transport http {name} {mcp_url(settings, name)} "
             f'--header "X-RAG-Token: {token}"'
         )
     typer.echo("Then `claude mcp list` shows it as connected. Ctrl-C stops the server.")
+    typer.echo(
+        "That is the server's token, which opens everything: `./bld token add <project|group>` "
+        "makes one that opens only that project or group."
+    )
     typer.echo("")
 
 
