@@ -16,7 +16,7 @@ import logging
 import os
 import threading
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -271,19 +271,12 @@ def prepare_database(dsn: str, *, writable: bool = True) -> tuple[str, str]:
 def _ensure_shared_cache(conn: psycopg.Connection[Any], where: str) -> None:
     """The embedding cache every project shares; a user that may not create it goes without
     (each project then reuses only its own vectors), said once in the log."""
-    try:
-        with conn.transaction():
-            # Two processes starting at once would both try to create the schema and the
-            # table, and one would fail on a duplicate key: the lock makes them take turns.
-            conn.execute(statements.MIGRATION_LOCK, {"key": statements.MIGRATION_LOCK_KEY})
-            for step in statements.CREATE_SHARED_CACHE:
-                conn.execute(step)
-    except psycopg.errors.InsufficientPrivilege:
-        log.warning(
-            "PostgreSQL at %s: this user may not create the schema of the embedding cache "
-            "every project shares; each project reuses only its own vectors",
-            where,
-        )
+    _ensure_shared(
+        conn,
+        statements.CREATE_SHARED_CACHE,
+        f"PostgreSQL at {where}: this user may not create the schema of the embedding cache "
+        "every project shares; each project reuses only its own vectors",
+    )
 
 
 def _ensure_access_tokens(conn: psycopg.Connection[Any], where: str) -> None:
@@ -292,18 +285,27 @@ def _ensure_access_tokens(conn: psycopg.Connection[Any], where: str) -> None:
     One made by the database's owner is used as it is."""
     if conn.execute(statements.ACCESS_TOKENS_READY).fetchone() == (True,):
         return
+    _ensure_shared(
+        conn,
+        statements.CREATE_ACCESS_TOKENS,
+        f'PostgreSQL at {where}: this user may not create the table "code-rag".access_token: '
+        "tokens for a project or a group cannot be kept, only the server token opens the "
+        "endpoints",
+    )
+
+
+def _ensure_shared(conn: psycopg.Connection[Any], steps: Sequence[str], refused: str) -> None:
+    """Run the idempotent `steps` that make a table of the shared schema; `refused` is logged
+    when this user may not (the product goes on without what the table keeps)."""
     try:
         with conn.transaction():
+            # Two processes starting at once would both try to create the schema and the
+            # table, and one would fail on a duplicate key: the lock makes them take turns.
             conn.execute(statements.MIGRATION_LOCK, {"key": statements.MIGRATION_LOCK_KEY})
-            for step in statements.CREATE_ACCESS_TOKENS:
+            for step in steps:
                 conn.execute(step)
     except psycopg.errors.InsufficientPrivilege:
-        log.warning(
-            'PostgreSQL at %s: this user may not create the table "code-rag".access_token: '
-            "tokens for a project or a group cannot be kept, only the server token opens "
-            "the endpoints",
-            where,
-        )
+        log.warning("%s", refused)
 
 
 def _ensure_pg_trgm(conn: psycopg.Connection[Any], where: str, *, writable: bool) -> None:

@@ -19,6 +19,7 @@ Over several projects:
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from itertools import zip_longest
 from typing import Any
 
@@ -68,7 +69,7 @@ def answer(
             f"{tool.name} reads one project: pass project (one of {names}); every hit names "
             "its project"
         )
-    return merge(tool, service, projects, rest, endpoint)
+    return merge(Call(tool, service, projects, rest, endpoint))
 
 
 def _max_chars(args: Mapping[str, Any]) -> int:
@@ -96,22 +97,30 @@ def chosen(endpoint: Endpoint, project: object, repo: object) -> list[Project]:
     return projects
 
 
-Merge = Callable[
-    [ToolSpec, Service, Sequence[Project], Mapping[str, Any], Endpoint], dict[str, Any]
-]
+@dataclass(frozen=True)
+class Call:
+    """One call of a tool over several projects of an endpoint."""
+
+    tool: ToolSpec
+    service: Service
+    projects: Sequence[Project]
+    args: Mapping[str, Any]
+    endpoint: Endpoint
 
 
-def _each(
-    tool: ToolSpec, service: Service, projects: Sequence[Project], args: Mapping[str, Any]
-) -> list[dict[str, Any]]:
+Merge = Callable[[Call], dict[str, Any]]
+
+
+def _each(call: Call) -> list[dict[str, Any]]:
     """Each project's answer, its entries naming their project. A tool with a budget answers
     each project within the server's bound; the merged answer is cut to the caller's."""
-    key = ITEMS[tool.name]
-    if tool.name in BUDGETED:
+    key = ITEMS[call.tool.name]
+    args = call.args
+    if call.tool.name in BUDGETED:
         args = {**args, "max_chars": MAX_RESULT_CHARS}
     results = []
-    for project in projects:
-        result = tool.handler(service, project, args)
+    for project in call.projects:
+        result = call.tool.handler(call.service, project, args)
         result[key] = [{"project": project.name, **item} for item in result[key]]
         results.append(result)
     return results
@@ -141,17 +150,11 @@ def _bounded(
     return bounded
 
 
-def merge_symbols(
-    tool: ToolSpec,
-    service: Service,
-    projects: Sequence[Project],
-    args: Mapping[str, Any],
-    endpoint: Endpoint,
-) -> dict[str, Any]:
+def merge_symbols(call: Call) -> dict[str, Any]:
     """Each project's definitions taken in turn, up to `limit`. An exact look-up that matched
     in some project leaves out the fuzzy fallbacks of the others."""
-    results = _each(tool, service, projects, args)
-    wanted = args.get("match") or "exact"
+    results = _each(call)
+    wanted = call.args.get("match") or "exact"
     if wanted == "exact" and any(r["match"] == "exact" and r["symbols"] for r in results):
         results = [r for r in results if r["match"] == "exact"]
         match = "exact"
@@ -159,56 +162,38 @@ def merge_symbols(
         match = results[0]["match"] if results else wanted
         if any(r["match"] == "fuzzy" for r in results):
             match = "fuzzy"
-    limit = int(args.get("limit") or DEFAULT_SYMBOL_LIMIT)
+    limit = int(call.args.get("limit") or DEFAULT_SYMBOL_LIMIT)
     taken = [s for turn in zip_longest(*(r["symbols"] for r in results)) for s in turn if s]
     merged = {"symbols": taken[:limit], "match": match}
-    return _bounded(merged, "symbols", args, any(r["truncated"] for r in results))
+    return _bounded(merged, "symbols", call.args, any(r["truncated"] for r in results))
 
 
-def merge_lines(
-    tool: ToolSpec,
-    service: Service,
-    projects: Sequence[Project],
-    args: Mapping[str, Any],
-    endpoint: Endpoint,
-) -> dict[str, Any]:
+def merge_lines(call: Call) -> dict[str, Any]:
     """Each project's lines in the group's order, up to `max_results` in all."""
-    key = ITEMS[tool.name]
-    results = _each(tool, service, projects, args)
-    limit = int(args.get("max_results") or DEFAULT_MAX_RESULTS)
+    key = ITEMS[call.tool.name]
+    results = _each(call)
+    limit = int(call.args.get("max_results") or DEFAULT_MAX_RESULTS)
     lines = [line for r in results for line in r[key]]
     complete = all(r["complete"] for r in results) and len(lines) <= limit
     merged = {key: lines[:limit], "complete": complete}
-    return _bounded(merged, key, args, any(r.get("truncated") for r in results))
+    return _bounded(merged, key, call.args, any(r.get("truncated") for r in results))
 
 
-def merge_outline(
-    tool: ToolSpec,
-    service: Service,
-    projects: Sequence[Project],
-    args: Mapping[str, Any],
-    endpoint: Endpoint,
-) -> dict[str, Any]:
+def merge_outline(call: Call) -> dict[str, Any]:
     """The outline from the project that has the root (`chosen` kept only those)."""
-    names = ", ".join(p.name for p in projects)
+    names = ", ".join(p.name for p in call.projects)
     raise InvalidArgument(
-        f"several projects of this group have a root named {args.get('repo')!r}: pass "
+        f"several projects of this group have a root named {call.args.get('repo')!r}: pass "
         f"project (one of {names})"
     )
 
 
-def merge_repos(
-    tool: ToolSpec,
-    service: Service,
-    projects: Sequence[Project],
-    args: Mapping[str, Any],
-    endpoint: Endpoint,
-) -> dict[str, Any]:
+def merge_repos(call: Call) -> dict[str, Any]:
     """Every project's roots, each named, under the group's name."""
-    results = _each(tool, service, projects, args)
+    results = _each(call)
     swept = [r["last_sweep_at"] for r in results]
     return {
-        "project": endpoint.name,
+        "project": call.endpoint.name,
         "projects": [r["project"] for r in results],
         "indexed": all(r["indexed"] for r in results),
         # The oldest: the group is as fresh as its least fresh project.
@@ -218,18 +203,12 @@ def merge_repos(
     }
 
 
-def merge_status(
-    tool: ToolSpec,
-    service: Service,
-    projects: Sequence[Project],
-    args: Mapping[str, Any],
-    endpoint: Endpoint,
-) -> dict[str, Any]:
+def merge_status(call: Call) -> dict[str, Any]:
     """Every project's status, and what they say together."""
-    results = [tool.handler(service, p, args) for p in projects]
+    results = [call.tool.handler(call.service, p, call.args) for p in call.projects]
     planned = [r["next_sweep_at"] for r in results if r.get("next_sweep_at")]
     return {
-        "project": endpoint.name,
+        "project": call.endpoint.name,
         "indexed": all(r["indexed"] for r in results),
         "sweep_running": any(r["sweep_running"] for r in results),
         "next_sweep_at": min(planned) if planned else None,
