@@ -65,6 +65,7 @@ def reindex(service: Service, params: Mapping[str, Any]) -> dict[str, Any]:
 def _server_view(service: Service) -> dict[str, Any]:
     problem = service.config_problem
     return {
+        "groups": {name: list(members) for name, members in service.settings.groups.items()},
         "indexer": service.indexing,
         "config_error": None if problem is None else problem.to_dict(),
     }

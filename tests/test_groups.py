@@ -325,3 +325,11 @@ def test_a_group_s_answers_keep_to_the_budget(group: Group, max_chars: int) -> N
     assert {m["project"] for m in lines["matches"]} <= group.members
     pointers = group.call("find_symbol", name="post_entry", detail="pointers")["symbols"]
     assert pointers and all("signature" not in s for s in pointers)
+
+
+def test_the_admin_status_names_the_groups(group: Group) -> None:
+    served = group.served
+    reply = served.http.post("/rag-admin", json={"jsonrpc": "2.0", "id": 1, "method": "status"})
+    groups = reply.json()["result"]["groups"]
+    assert set(groups[group.group]) == group.members
+    assert groups[group.names["solo"]] == [group.names["shop"]]
