@@ -89,7 +89,10 @@ def test_killed_sweep_leaves_files_whole_and_the_next_sweep_converges(
         db = Database({database.dsn!r}, Path(".")).open()
         project = Project({project_name!r}, (Root(Path({str(tree)!r}), "tree"),))
         embedder = make_embedder("ollama", "nomic-embed-text:v1.5", {ollama_standin.url!r})
-        sweep_project(db, project, embedder, SweepOptions(files_per_commit=4))
+        # Vectors inline, so that the "model" paces the sweep (a sweep of this many files
+        # would otherwise write its rows first, all at once).
+        options = SweepOptions(files_per_commit=4, defer_vectors=False)
+        sweep_project(db, project, embedder, options)
         print("finished")
         """
     )
@@ -183,7 +186,10 @@ def test_a_bulk_sweep_killed_during_copy_or_index_build_leaves_files_whole_and_c
         db = Database({database.dsn!r}, Path(".")).open()
         project = Project({project_name!r}, (Root(Path({str(tree)!r}), "tree"),))
         embedder = make_embedder("ollama", "nomic-embed-text:v1.5", {ollama_standin.url!r})
-        sweep_project(db, project, embedder, SweepOptions(files_per_commit=4))
+        # Vectors inline, so that the "model" paces the sweep (a sweep of this many files
+        # would otherwise write its rows first, all at once).
+        options = SweepOptions(files_per_commit=4, defer_vectors=False)
+        sweep_project(db, project, embedder, options)
         print("finished")
         """
     )
