@@ -78,6 +78,11 @@ INDEX_STATUS_OUTPUT: dict[str, Any] = {
             "description": "the share of the index's vectors that are in",
         },
         "vectors_running": {"type": "boolean"},
+        "indexer": {
+            "type": "boolean",
+            "description": "false when this server is a read replica: it answers from the "
+            "index another server keeps fresh, and sweeps nothing itself",
+        },
         "vectors_eta_seconds": {"type": ["integer", "null"]},
     },
     "required": ["project", "indexed", "sweep_running", "next_sweep_at"],
