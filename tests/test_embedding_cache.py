@@ -13,6 +13,7 @@ import numpy as np
 import psycopg
 import pytest
 from ollama_standin import OllamaStandin, StandinModel, ollama_standin
+from server_fixtures import call, serve, unique_name
 from test_sweep_bulk import CHUNKS, FIXTURES, SYMBOLS, rows
 
 from indexer.db import Database, Schema, store
@@ -143,3 +144,54 @@ def test_a_model_no_project_uses_takes_its_cached_vectors_with_it(
             assert {m for m, _, _ in cached(conn)} == {new.identity.cache_key}
         finally:
             drop(database, two.name)
+
+
+def test_two_projects_sharing_vectors_never_see_each_other_s_files(
+    database: Database, tmp_path: Path, ollama_standin: OllamaStandin
+) -> None:
+    # Two checkouts of the same code, each with a file of its own: the second takes every
+    # shared vector from the cache, and still no tool of either project names, reads or finds
+    # anything of the other's.
+    roots = {}
+    for side in ("main", "twin"):
+        roots[side] = tmp_path / side
+        shutil.copytree(FIXTURES, roots[side])
+        (roots[side] / f"only_{side}.py").write_text(
+            f"def only_in_{side}_checkout():\n    return {side!r}\n", encoding="utf-8"
+        )
+    projects = {
+        side: Project(unique_name(f"c{side}"), (Root(roots[side], "repo"),)) for side in roots
+    }
+    embedder = make_embedder("ollama", "nomic-embed-text:v1.5", ollama_standin.url)
+    sweep_project(database, projects["main"], embedder)
+    embed_pending(database, projects["main"], embedder)
+    ollama_standin.reset_counters()
+    sweep_project(database, projects["twin"], embedder)
+    embed_pending(database, projects["twin"], embedder)
+    assert ollama_standin.embedded_inputs == 1  # only_twin.py's one chunk
+    served_projects = {p.name: p for p in projects.values()}
+    for served in serve(tmp_path, served_projects, ollama_standin, database):
+        for side, other in (("main", "twin"), ("twin", "main")):
+            name, own = projects[side].name, str(roots[side])
+            word = f"only_in_{other}_checkout"
+
+            def ask(tool: str, **arguments: Any) -> dict[str, Any]:
+                return call(served, name, tool, arguments)  # noqa: B023
+
+            found = ask("search_code", query=word, top_k=50, by_file=False)["hits"]
+            assert found and all(h["absolute_path"].startswith(own) for h in found)
+            assert f"only_{other}.py" not in {h["path"] for h in found}
+            for hit in found:
+                chunk = ask("get_chunk", chunk_id=hit["chunk_id"])
+                assert chunk["absolute_path"].startswith(own)
+            symbols = ask("find_symbol", name=word)["symbols"]
+            assert f"only_{other}.py" not in {s["path"] for s in symbols}
+            assert ask("grep", pattern=word)["matches"] == []
+            assert ask("find_references", name=word)["references"] == []
+            assert [r["root"] for r in ask("list_repos")["repos"]] == [own]
+            response = served.rpc(
+                name,
+                "tools/call",
+                {"name": "get_outline", "arguments": {"repo": "repo", "path": f"only_{other}.py"}},
+            ).json()
+            assert response["result"]["isError"] is True

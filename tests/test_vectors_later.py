@@ -7,7 +7,12 @@ outage costs what it costs inline, no more."""
 from __future__ import annotations
 
 import shutil
+import signal
+import subprocess
+import sys
+import textwrap
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -143,6 +148,72 @@ def test_pending_vectors_are_read_back_from_the_database_after_a_stop(
     second = embed_pending(database, project, embedder, batch=64)
     assert second.outcome == "ok" and second.written == first.pending
     assert pending(conn, project.name) == 0
+
+
+def stored_vectors(conn: Conn, name: str) -> dict[int, str]:
+    """The vectors in the project's rows, by chunk id (as text: compared, not used)."""
+    query = pgsql.SQL("SELECT id, embedding::text FROM {}.rag_chunk WHERE embedding IS NOT NULL")
+    found = dict(conn.execute(query.format(pgsql.Identifier(name))).fetchall())
+    conn.rollback()
+    return found
+
+
+def test_a_kill_during_the_vectors_loses_one_batch_at_most_and_a_restart_finishes(
+    database: Database,
+    conn: Conn,
+    project_name: str,
+    corpus: Path,
+    embedder: Any,
+    ollama_standin: OllamaStandin,
+) -> None:
+    # kill -9 while another process embeds what is pending: what it committed stays, the
+    # batch in flight is lost with it, and a restart embeds exactly what is still pending,
+    # no stored vector computed again, nothing left over.
+    project = Project(project_name, (Root(corpus, "corpus"),))
+    sweep_project(database, project, embedder, ROWS_FIRST)
+    before = pending(conn, project.name)
+    assert before > 40
+    ollama_standin.delay_seconds = 0.3  # each batch of 8 waits on the "model"
+    script = textwrap.dedent(
+        f"""
+        from pathlib import Path
+        from indexer.db import Database
+        from indexer.embed import make_embedder
+        from indexer.project import Project, Root
+        from indexer.sweep.vectors import embed_pending
+        db = Database({database.dsn!r}, Path(".")).open()
+        project = Project({project_name!r}, (Root(Path({str(corpus)!r}), "corpus"),))
+        embedder = make_embedder("ollama", "nomic-embed-text:v1.5", {ollama_standin.url!r})
+        embed_pending(db, project, embedder, batch=8)
+        print("finished")
+        """
+    )
+    root = Path(__file__).resolve().parent.parent
+    proc = subprocess.Popen([sys.executable, "-c", script], cwd=root, stdout=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and pending(conn, project.name) > before - 16:
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == -signal.SIGKILL
+    left = pending(conn, project.name)
+    assert 0 < left <= before - 16
+    kept = stored_vectors(conn, project.name)
+    # The killed process's request in flight is still answered (and counted) by the
+    # stand-in after its delay: let it end before counting what the restart embeds.
+    time.sleep(ollama_standin.delay_seconds + 0.5)
+    ollama_standin.delay_seconds = 0.0
+    ollama_standin.reset_counters()
+    restart = embed_pending(database, project, embedder, batch=8)
+    assert restart.outcome == "ok" and restart.written == left
+    assert ollama_standin.embedded_inputs <= left  # nothing stored was embedded again
+    assert pending(conn, project.name) == 0
+    after = stored_vectors(conn, project.name)
+    assert {cid: after[cid] for cid in kept} == kept
 
 
 def test_a_vector_never_goes_to_a_row_whose_text_changed_meanwhile(
