@@ -33,6 +33,7 @@ from indexer.sweep import (
     SweepProgress,
     sweep_project,
 )
+from indexer.sweep.vectors import embed_pending
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent.parent
@@ -165,6 +166,37 @@ def ensure_index(
     else:
         manifest = {**json.loads(manifest_path.read_text()), "chunks": manifest["chunks"]}
     return manifest
+
+
+def rows_first_index(
+    db: Database, project: Project, embedder: Embedder, chunk_chars: int | None
+) -> Project:
+    """`project`'s corpus indexed afresh as a first index runs in the product: every row
+    first, then the vectors that follow them (`embed_pending`), from an empty embedding cache
+    (so every vector is computed by the second phase, none taken from an earlier index)."""
+    twin = replace(project, name=f"{project.name}_rows_first")
+    schema = Schema(twin.name)
+    with db.connection() as conn:
+        if store.project_exists(conn, schema):
+            store.drop_project(conn, schema)
+        conn.execute('TRUNCATE "code-rag".embedding_cache')
+    print(f"index {twin.name}: rows first, then the vectors ...", file=sys.stderr)
+    started = time.perf_counter()
+    options = SweepOptions(chunker=chunker_config(chunk_chars), defer_vectors=True)
+    report = sweep_project(db, twin, embedder, options, progress=_progress)
+    rows = time.perf_counter() - started
+    vectors = embed_pending(db, twin, embedder)
+    if report.files_failed or vectors.outcome != "ok":
+        raise SystemExit(f"the rows-first index is incomplete: {report.failures}, {vectors}")
+    with db.connection() as conn:
+        store.analyze_chunks(conn, schema)
+        left = store.pending_counts(conn, schema).total
+    print(
+        f"\n  rows in {rows:.0f} s, then {vectors.written:,} vectors in "
+        f"{time.perf_counter() - started - rows:.0f} s; {left} pending",
+        file=sys.stderr,
+    )
+    return twin
 
 
 def split_projects(db: Database, project: Project, parts: int) -> list[Project]:

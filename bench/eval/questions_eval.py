@@ -35,6 +35,7 @@ from bench.eval.index import (
     model_suffix,
     open_database,
     prepare_dirs,
+    rows_first_index,
     split_projects,
 )
 from bench.eval.questions import Question, ensure_valid
@@ -81,6 +82,7 @@ def run(
     chunk_chars: int | None = None,
     deep: list[dict[str, Any]] | None = None,
     projects: int = 1,
+    rows_first: bool = False,
 ) -> None:
     """Index (or reuse), then print the system table, per language and per kind of question;
     with `projects` > 1, the libraries indexed as that many projects searched as one group."""
@@ -95,6 +97,8 @@ def run(
         searched = split_projects(db, project, projects)
         for part in searched if len(searched) > 1 else ():
             ensure_index(db, part, model, digest, "chunker", chunk_chars, cache)
+        if rows_first:
+            searched = [rows_first_index(db, project, model, chunk_chars)]
         windows = corpus_windows(files)
         plain = PlainBaseline(windows, window_vectors(model, windows, cache))
         vectors = query_vectors(model, (q.text for q in questions), cache)
@@ -109,6 +113,7 @@ def run(
             f"{sum(q.split == 'test' for q in questions)} test); model "
             f"{model.identity.describe()}"
             + (f"; searched as a group of {len(searched)} projects" if len(searched) > 1 else "")
+            + ("; the index built rows first, vectors after" if rows_first else "")
         )
         cached = CachedQueries(model.identity, vectors)
         results = evaluate(db, searched, cached, plain, golds, ranking, ef_search, deep)

@@ -55,6 +55,7 @@ from bench.eval.index import (
     open_database,
     prepare_dirs,
     project_for,
+    rows_first_index,
     split_projects,
     with_definition_terms,
 )
@@ -235,6 +236,11 @@ def main(argv: Sequence[str] | None = None) -> None:
         "--model", default=None, help="a local ONNX model folder (default: the bundled model)"
     )
     ap.add_argument(
+        "--rows-first",
+        action="store_true",
+        help="search an index built as a first index is: rows first, then the vectors after",
+    )
+    ap.add_argument(
         "--projects",
         type=int,
         default=1,
@@ -247,6 +253,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         help="write each query's first 50 hybrid hits here, for bench/eval/files/replay.py",
     )
     args = ap.parse_args(argv)
+    if args.rows_first and (args.projects > 1 or args.header != "chunker"):
+        ap.error("--rows-first builds the product's index of one project: drop --projects/--header")
     if args.eval == "questions" and (args.tune or args.ablations):
         ap.error("--tune and --ablations apply to the docstring eval")
     # These change the docstring eval's index only: the questions beside it would mislead.
@@ -269,6 +277,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             chunk_chars=args.chunk_chars,
             deep=deep["questions"] if keep else None,
             projects=args.projects,
+            rows_first=args.rows_first,
         )
     if keep:
         args.json.write_text(json.dumps({"split": args.split, **deep}), encoding="utf-8")
@@ -291,6 +300,8 @@ def docstring_eval(
         searched = split_projects(db, project, args.projects)
         for part in searched if len(searched) > 1 else ():
             ensure_index(db, part, model, digest, args.header, args.chunk_chars, args.cache)
+        if args.rows_first:
+            searched = [rows_first_index(db, project, model, args.chunk_chars)]
         vectors = query_vectors(model, (q.text for q in queries), args.cache)
         took = []
         for q in queries[:20]:
@@ -314,6 +325,7 @@ def docstring_eval(
             f"{sum(q.split == 'test' for q in queries)} test; model {model.identity.describe()}; "
             f"query embedding median {embed_ms:.0f} ms (not in the latencies below)"
             + (f"; searched as a group of {len(searched)} projects" if len(searched) > 1 else "")
+            + ("; the index built rows first, vectors after" if args.rows_first else "")
         )
         ranking = DEFAULT_RANKING
         with db.connection() as conn:
