@@ -230,9 +230,10 @@ def part2(db: Database, runs: int, count: int) -> None:
 
 
 def part3(db: Database, runs: int, count: int) -> None:
-    """Tokens per second: the bare model (its ONNX session on the texts as tokenized, a piece a
-    run as the product runs it, at 1 thread and at the configured threads) against the
-    product's embedder and against the vectors that follow a sweep's rows, on the same texts."""
+    """Tokens per second: the bare model (its ONNX session on the pieces the product runs for
+    the texts: each text, or each window of a text longer than the model's, a piece a run, at
+    1 thread and at the configured threads) against the product's embedder and against the
+    vectors that follow a sweep's rows, on the same texts, every token of them."""
     from indexer.embed.local import DOCUMENTS, LocalEmbedder, default_threads
 
     tree = subset_tree(count)
@@ -241,13 +242,14 @@ def part3(db: Database, runs: int, count: int) -> None:
     threads = default_threads()
     models = {n: LocalEmbedder(threads=n) for n in sorted({1, threads})}
     product = models[threads]
-    framed = [product.document_prefix + t for t in distinct]
+    framed = product.pieces(distinct)
     tokens = sum(len(e.ids) for e in product.runtime.framer.encode_batch(framed))
     for m in models.values():
         m.runtime.run(framed[:4], DOCUMENTS, 1)  # load each session outside the timings
     print(
         f"\n## Part 3: {product.identity.describe()}, {len(distinct):,} distinct texts of "
-        f"{count} files, {tokens:,} tokens as the model reads them (a window at most)"
+        f"{count} files: {len(framed):,} pieces (a text, or a window of a longer one), "
+        f"{tokens:,} tokens as the model reads them"
     )
     for run in range(runs):
         bare = {}

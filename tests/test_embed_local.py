@@ -158,6 +158,26 @@ def test_long_inputs_are_windowed_and_past_the_windows_reported(local: LocalEmbe
     assert 0 < truncated.kept_chars < len(head + tail + tail)
 
 
+def test_the_pieces_the_model_runs_cover_each_text_within_its_window(
+    local: LocalEmbedder,
+) -> None:
+    # What the model runs (and what the bare-model benchmark gives it): a short text whole,
+    # a long one as consecutive windows that together hold all of it, each within the window.
+    short = SNIPPETS["email"]
+    long = SNIPPETS["config"] * 12 + SNIPPETS["email"] * 12
+    pieces = local.pieces([short, long])
+    assert pieces[0] == short and len(pieces) > 2
+    framer = local.runtime.framer
+    lengths = [len(framer.encode(p, add_special_tokens=True).ids) for p in pieces[1:]]
+    assert all(n <= local.max_seq_length for n in lengths)
+    rest = long
+    for piece in pieces[1:]:  # in order, nothing skipped but the spaces between windows
+        at = rest.index(piece)
+        assert not rest[:at].strip()
+        rest = rest[at + len(piece) :]
+    assert not rest.strip()
+
+
 def test_prefixes_are_applied(local: LocalEmbedder) -> None:
     prefixed = LocalEmbedder(document_prefix="passage: ", query_prefix="query: ")
     assert prefixed.identity.document_prefix == "passage: "

@@ -292,16 +292,20 @@ class LocalEmbedder:
     def close(self) -> None:
         """Nothing to release: the model stays loaded for the process's other embedders."""
 
-    def _embed(
+    def pieces(self, texts: Sequence[str]) -> list[str]:
+        """What the model runs for `texts` as documents: each text, or each window of a text
+        longer than the model's, with the document prefix (one run each)."""
+        return self._split(list(texts), None, self.document_prefix, EmbedReport())[0]
+
+    def _split(
         self,
         texts: list[str],
         labels: Sequence[str] | None,
         prefix: str,
-        kind: str,
         report: EmbedReport,
-    ) -> list[list[float]]:
-        import numpy as np
-
+    ) -> tuple[list[str], list[int], list[float]]:
+        """The pieces the model runs for `texts` (a text, or its consecutive windows of whole
+        tokens), each with the text it belongs to and its weight in that text's vector."""
         rt = self.runtime
         prefix_tokens = len(rt.tokenizer.encode(prefix, add_special_tokens=False).ids)
         window = max(self.manifest.max_tokens - rt.frame - prefix_tokens - _WINDOW_MARGIN, 8)
@@ -343,6 +347,20 @@ class LocalEmbedder:
                 pieces.append(prefix + text[offsets[start][0] : offsets[end - 1][1]])
                 owners.append(i)
                 weights.append(float(end - start))
+        return pieces, owners, weights
+
+    def _embed(
+        self,
+        texts: list[str],
+        labels: Sequence[str] | None,
+        prefix: str,
+        kind: str,
+        report: EmbedReport,
+    ) -> list[list[float]]:
+        import numpy as np
+
+        rt = self.runtime
+        pieces, owners, weights = self._split(texts, labels, prefix, report)
         embedded, batches = rt.run(pieces, kind, self.batch_size)
         report.requests += batches
         if len(pieces) == len(texts):  # nothing was split: the vectors are the answer
