@@ -358,3 +358,71 @@ def test_a_definition_whose_lines_cannot_be_read_back_fails_its_file_alone(
     assert "could not be read back" in failure["reason"]
     assert report.pending == 0 and pending(conn, project.name) == 0
     assert report.definitions_embedded > 0  # every other file's definitions
+
+
+def vector_indexes(conn: Conn, name: str) -> set[str]:
+    found = conn.execute(
+        "SELECT indexname FROM pg_indexes WHERE schemaname = %s AND indexname LIKE %s",
+        (name, "%embedding_hnsw"),
+    ).fetchall()
+    conn.rollback()
+    return {row[0] for row in found}
+
+
+@pytest.mark.parametrize("files", [210, 30], ids=["bulk load", "row by row"])
+def test_a_first_index_written_rows_first_builds_its_graphs_once_the_vectors_are_in(
+    database: Database, conn: Conn, project_name: str, tmp_path: Path, embedder: Any, files: int
+) -> None:
+    # A first index written rows first leaves the HNSW graphs for the end of its vectors (one
+    # build, not an insertion per vector); meanwhile the vector side scans what is in. Later
+    # sweeps of an index with vectors keep its graphs.
+    tree = tmp_path / "many"
+    for n in range(files):
+        folder = tree / f"pkg{n % 7}"
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / f"mod{n}.py").write_text(
+            f"def handler_{n}(request):\n    return request.reply({n})\n", encoding="utf-8"
+        )
+    project = Project(project_name, (Root(tree, "many"),))
+    report = sweep_project(database, project, embedder, ROWS_FIRST)
+    assert report.files_changed == files and report.vectors_deferred > 0
+    assert vector_indexes(conn, project.name) == set()
+    first = embed_pending(database, project, embedder, batch=100, stop=None)
+    assert first.outcome == "ok" and first.pending == 0
+    both = {"rag_chunk_embedding_hnsw", "rag_symbol_embedding_hnsw"}
+    assert vector_indexes(conn, project.name) == both
+    hits = search_code(database, project, embedder, "handler_17", top_k=3, mode="vector")
+    assert hits and hits[0].path == "pkg3/mod17.py"
+    for n in range(25):  # enough changed files to be written rows first again
+        (tree / f"pkg{n % 7}" / f"mod{n}.py").write_text(
+            f"def handler_{n}(request):\n    return request.later({n})\n", encoding="utf-8"
+        )
+    again = sweep_project(database, project, embedder, ROWS_FIRST)
+    assert again.files_changed == 25 and again.vectors_deferred > 0
+    assert vector_indexes(conn, project.name) == both
+
+
+def test_the_vector_side_answers_from_the_vectors_in_before_the_graphs_exist(
+    database: Database, conn: Conn, project_name: str, tmp_path: Path, embedder: Any
+) -> None:
+    tree = tmp_path / "many"
+    for n in range(210):
+        (tree / f"m{n}").mkdir(parents=True)
+        (tree / f"m{n}" / "job.py").write_text(
+            f"def job_{n}():\n    return {n}\n", encoding="utf-8"
+        )
+    project = Project(project_name, (Root(tree, "many"),))
+    sweep_project(database, project, embedder, ROWS_FIRST)
+    stop = threading.Event()
+    half = embed_pending(
+        database,
+        project,
+        embedder,
+        batch=40,
+        progress=lambda p: stop.set() if p.done >= 120 else None,
+        stop=stop,
+    )
+    assert half.outcome == "stopped" and half.pending > 0
+    assert vector_indexes(conn, project.name) == set()  # not before every vector is in
+    hits = search_code(database, project, embedder, "job_3", top_k=10, mode="vector")
+    assert hits and all(hit.path.endswith("job.py") for hit in hits)

@@ -218,6 +218,16 @@ def _create_hnsw(index: str, table: str) -> str:
 
 
 CREATE_HNSW = _create_hnsw("rag_chunk_embedding_hnsw", "rag_chunk")
+HAS_VECTORS = """
+SELECT 1 WHERE EXISTS (SELECT 1 FROM {schema}.rag_chunk WHERE embedding IS NOT NULL)
+            OR EXISTS (SELECT 1 FROM {schema}.rag_symbol WHERE embedding IS NOT NULL)
+"""
+# How many of a project's two HNSW indexes exist.
+VECTOR_INDEXES = """
+SELECT count(*) FROM pg_indexes
+ WHERE schemaname = %(schema)s
+   AND indexname IN ('rag_chunk_embedding_hnsw', 'rag_symbol_embedding_hnsw')
+"""
 CREATE_SYMBOL_HNSW = _create_hnsw("rag_symbol_embedding_hnsw", "rag_symbol")
 
 # --- files and chunks -----------------------------------------------------------------------

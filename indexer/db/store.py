@@ -199,32 +199,85 @@ def drop_bulk_indexes(conn: Conn, schema: Schema, secondary: bool = True) -> Non
             conn.execute(schema.sql(step))
 
 
+# maintenance_work_mem for the index builds after a bulk load: room for the HNSW graph (its
+# vectors plus this many bytes of links and bookkeeping per row; pgvector 0.8 measured 2,252
+# bytes a row at 384 dimensions, i.e. 716 besides the vector), within these bounds. A graph
+# that does not fit is built on disk, several times slower.
+BUILD_BYTES_PER_ROW = 1024
+BUILD_MEMORY_MIN_MB = 256
+BUILD_MEMORY_MAX_MB = 4096
+
+
+def index_build_memory(rows: int, dimension: int) -> str:
+    """maintenance_work_mem for building the indexes of `rows` rows of `dimension` floats."""
+    mb = rows * (4 * dimension + BUILD_BYTES_PER_ROW) // 2**20
+    return f"{min(max(mb, BUILD_MEMORY_MIN_MB), BUILD_MEMORY_MAX_MB)}MB"
+
+
 def build_bulk_indexes(
-    conn: Conn, schema: Schema, memory: str = "1GB", workers: int | None = None
+    conn: Conn,
+    schema: Schema,
+    memory: str = "1GB",
+    workers: int | None = None,
+    *,
+    vectors: bool = True,
 ) -> None:
-    """(Re)build the HNSW, trigram, keyword and symbol indexes where missing, with `memory`
-    as maintenance_work_mem and at most `workers` parallel workers per build (None: the
-    server's setting). A parallel build that finds no room in shared memory (a small
-    /dev/shm) is done again without workers."""
+    """(Re)build the HNSW (unless not `vectors`), trigram, keyword and symbol indexes where
+    missing, with `memory` as maintenance_work_mem and at most `workers` parallel workers per
+    build (None: the server's setting). A parallel build that finds no room in shared memory
+    (a small /dev/shm) is done again without workers."""
+    steps = [
+        *([statements.CREATE_HNSW, statements.CREATE_SYMBOL_HNSW] if vectors else []),
+        *statements.CREATE_TRGM,
+        *statements.CREATE_SECONDARY,
+    ]
+    _build(conn, schema, steps, memory, workers)
+
+
+def has_vectors(conn: Conn, schema: Schema) -> bool:
+    """Whether any chunk or definition of the project has its vector."""
+    return conn.execute(schema.sql(statements.HAS_VECTORS)).fetchone() is not None
+
+
+def drop_vector_indexes(conn: Conn, schema: Schema) -> None:
+    """Drop the HNSW indexes (`build_vector_indexes` makes them again)."""
+    with conn.transaction():
+        for step in (statements.DROP_HNSW, statements.DROP_SYMBOL_HNSW):
+            conn.execute(schema.sql(step))
+
+
+def build_vector_indexes(
+    conn: Conn, schema: Schema, memory: str = "1GB", workers: int | None = None
+) -> bool:
+    """Build the HNSW indexes of the chunks' and the definitions' vectors where missing (a
+    first index built rows first gets them once its vectors are in); False when both were
+    there already (nothing built)."""
+    found = conn.execute(statements.VECTOR_INDEXES, {"schema": schema.name}).fetchone()
+    if found is not None and found[0] == 2:
+        return False
+    _build(conn, schema, [statements.CREATE_HNSW, statements.CREATE_SYMBOL_HNSW], memory, workers)
+    return True
+
+
+def _build(
+    conn: Conn, schema: Schema, steps: Sequence[str], memory: str, workers: int | None
+) -> None:
     try:
-        _build_indexes(conn, schema, memory, workers)
+        _build_indexes(conn, schema, steps, memory, workers)
     except psycopg.errors.DiskFull:
         if workers == 0:
             raise
-        _build_indexes(conn, schema, memory, 0)
+        _build_indexes(conn, schema, steps, memory, 0)
 
 
-def _build_indexes(conn: Conn, schema: Schema, memory: str, workers: int | None) -> None:
+def _build_indexes(
+    conn: Conn, schema: Schema, steps: Sequence[str], memory: str, workers: int | None
+) -> None:
     with conn.transaction():
         conn.execute(statements.SET_BUILD_MEMORY, {"mem": memory})
         if workers is not None:
             conn.execute(statements.SET_BUILD_WORKERS, {"workers": str(workers)})
-        for step in [
-            statements.CREATE_HNSW,
-            statements.CREATE_SYMBOL_HNSW,
-            *statements.CREATE_TRGM,
-            *statements.CREATE_SECONDARY,
-        ]:
+        for step in steps:
             conn.execute(schema.sql(step))
 
 

@@ -50,13 +50,6 @@ DEFAULT_FILES_PER_COMMIT = 50
 # At least this many new files, and at least as many as the index holds, are a bulk load: the
 # files go in with COPY and the secondary indexes are built once at the end.
 BULK_LOAD_FILES = 200
-# maintenance_work_mem for the index builds after a bulk load: room for the HNSW graph (its
-# vectors plus this many bytes of links and bookkeeping per row; pgvector 0.8 measured 2,252
-# bytes a row at 384 dimensions, i.e. 716 besides the vector), within these bounds. A graph
-# that does not fit is built on disk, several times slower.
-BUILD_BYTES_PER_ROW = 1024
-BUILD_MEMORY_MIN_MB = 256
-BUILD_MEMORY_MAX_MB = 4096
 # A sweep with at least this many files to read writes their rows first and leaves their
 # vectors to `vectors.embed_pending`: keyword, symbol and exact-text search answer at once.
 # Fewer (a scheduled sweep finding a few edits, file events) are embedded as they are written.
@@ -186,6 +179,11 @@ class _Sweep:
         self.writer.bulk_load = bulk and self.options.bulk_load
         defer = self.options.defer_vectors
         self.writer.defer = len(todo) >= DEFER_VECTORS_FILES if defer is None else defer
+        if self.writer.defer and not bulk and not store.has_vectors(self.conn, self.schema):
+            # A first index written rows first: its graphs are built once its vectors are in
+            # (as after a bulk load, whose graphs are dropped above).
+            store.drop_vector_indexes(self.conn, self.schema)
+            self.conn.commit()
         report.add_time("compare", time.perf_counter() - t)
         self._progress("walk", 0, len(todo))
 
@@ -193,11 +191,15 @@ class _Sweep:
         if bulk:
             t = time.perf_counter()
             chunks = store.chunk_count(self.conn, self.schema)
+            # Rows first: the vectors' graphs are built once their vectors are in (by the
+            # phase that embeds them, `vectors.embed_pending`), at a bulk build's cost
+            # instead of one insertion per vector; searches meanwhile scan the vectors in.
             store.build_bulk_indexes(
                 self.conn,
                 self.schema,
-                build_memory(chunks, self.embedder.identity.dimension),
+                store.index_build_memory(chunks, self.embedder.identity.dimension),
                 max(0, workers.free_cores() - 1),
+                vectors=not self.writer.defer,
             )
             self.conn.commit()
             report.add_time("build_index", time.perf_counter() - t)
@@ -394,12 +396,6 @@ class _Sweep:
                     time.perf_counter() - self.started,
                 )
             )
-
-
-def build_memory(chunks: int, dimension: int) -> str:
-    """maintenance_work_mem for building the indexes of `chunks` rows of `dimension` floats."""
-    mb = chunks * (4 * dimension + BUILD_BYTES_PER_ROW) // 2**20
-    return f"{min(max(mb, BUILD_MEMORY_MIN_MB), BUILD_MEMORY_MAX_MB)}MB"
 
 
 def sweep_project(

@@ -16,7 +16,9 @@ definition's content hash is checked). An input the embedder refuses fails its f
 sweep does (recorded with its reason, its rows kept, read again by the next sweep); the
 embedder failing as a whole (unreachable, another model) ends the phase with the rest still
 pending. One process embeds a project's pending vectors at a time (a lock of its own, not the
-sweep's: sweeps and file events go on meanwhile).
+sweep's: sweeps and file events go on meanwhile). A first index written rows first has no
+HNSW graphs yet (searches scan the vectors in so far): the run that leaves nothing pending
+builds them, once, as a bulk load does, instead of inserting every vector into a graph.
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ from indexer.embed import Embedder, EmbeddingModel, needs_reembed
 from indexer.errors import RagError
 from indexer.project import Project
 from indexer.sweep.prepare import content_hash
+from indexer.sweep.workers import free_cores
 
 log = logging.getLogger("code_rag.vectors")
 
@@ -186,8 +189,25 @@ class _Phase:
         if self.shared is not None and report.chunks_embedded + report.definitions_embedded:
             store.trim_shared_cache(self.conn)
         self.conn.commit()
+        if not report.pending:
+            self._build_graphs()
         if report.outcome == "ok" and report.files_failed:
             report.outcome = "partial"
+
+    def _build_graphs(self) -> None:
+        """The HNSW indexes, where a first index written rows first left them for now."""
+        started = time.perf_counter()
+        rows = store.chunk_count(self.conn, self.schema)
+        memory = store.index_build_memory(rows, self.embedder.identity.dimension)
+        built = store.build_vector_indexes(self.conn, self.schema, memory, max(0, free_cores() - 1))
+        self.conn.commit()
+        if built:
+            log.info(
+                "%s: built the vectors' indexes over %d chunks in %.1f s",
+                self.schema.name,
+                rows,
+                time.perf_counter() - started,
+            )
 
     def _same_model(self) -> bool:
         """Whether the index's vectors are this embedder's (a sweep with another model
