@@ -351,7 +351,9 @@ class _Sweep:
         try:
             size = self.options.files_per_commit
             preparer = Preparer(self.options.chunker, self.report, self.redo)
-            count = workers.worker_count(len(todo), self.options.prepare_workers)
+            count = workers.worker_count(
+                len(todo), self.options.prepare_workers, sum(c.size for c, _ in todo)
+            )
             prepared = preparer.prepare_all(todo, count)
             with (
                 self.db.connection(f"reading the index of {self.name}") as conn,

@@ -22,8 +22,12 @@ from typing import Any
 ITEM_TIMEOUT_S = 120.0
 # At most this many workers, whatever the core count: the writer and the database need CPU too.
 MAX_WORKERS = 4
-# Below this many items a pool is not worth its start (about a second per worker).
+# Below this many items, or this many bytes of them, a pool is not worth its start (about a
+# second per worker): on two cores a first sweep of 600 files (8.2 MB) took as long either
+# way, one of 369 (1.9 MB) a third less in this process, one of 1,218 (27 MB) a quarter less
+# with the pool (docs/lab-log.md).
 MIN_ITEMS = 100
+MIN_BYTES = 8_000_000
 # Results waiting to be handed out, per worker, before no more items are sent.
 WINDOW_PER_WORKER = 8
 # A worker that has not said it is ready after this long is taken as unable to start.
@@ -45,14 +49,14 @@ def free_cores() -> int:
     return os.cpu_count() or 1
 
 
-def worker_count(items: int, requested: int | None = None) -> int:
-    """How many worker processes to use for `items` items: `requested` when given (0: none),
-    else one per free core (at most MAX_WORKERS) when more than one core is free and there is
-    enough work to pay for starting them."""
+def worker_count(items: int, requested: int | None = None, size: int | None = None) -> int:
+    """How many worker processes to use for `items` items of `size` bytes in all: `requested`
+    when given (0: none), else one per free core (at most MAX_WORKERS) when more than one core
+    is free and there is enough work to pay for starting them."""
     if requested is not None:
         return max(0, requested)
     cores = free_cores()
-    if cores < 2 or items < MIN_ITEMS:
+    if cores < 2 or items < MIN_ITEMS or (size is not None and size < MIN_BYTES):
         return 0
     return min(cores, MAX_WORKERS)
 
