@@ -246,17 +246,18 @@ def drop_vector_indexes(conn: Conn, schema: Schema) -> None:
             conn.execute(schema.sql(step))
 
 
+def vector_indexes_missing(conn: Conn, schema: Schema) -> bool:
+    """Whether either HNSW index (the chunks', the definitions') is missing."""
+    found = conn.execute(statements.VECTOR_INDEXES, {"schema": schema.name}).fetchone()
+    return found is None or found[0] < 2
+
+
 def build_vector_indexes(
     conn: Conn, schema: Schema, memory: str = "1GB", workers: int | None = None
-) -> bool:
+) -> None:
     """Build the HNSW indexes of the chunks' and the definitions' vectors where missing (a
-    first index built rows first gets them once its vectors are in); False when both were
-    there already (nothing built)."""
-    found = conn.execute(statements.VECTOR_INDEXES, {"schema": schema.name}).fetchone()
-    if found is not None and found[0] == 2:
-        return False
+    first index built rows first gets them once its vectors are in)."""
     _build(conn, schema, [statements.CREATE_HNSW, statements.CREATE_SYMBOL_HNSW], memory, workers)
-    return True
 
 
 def _build(

@@ -196,18 +196,21 @@ class _Phase:
 
     def _build_graphs(self) -> None:
         """The HNSW indexes, where a first index written rows first left them for now."""
+        missing = store.vector_indexes_missing(self.conn, self.schema)
+        self.conn.rollback()
+        if not missing:
+            return
         started = time.perf_counter()
         rows = store.chunk_count(self.conn, self.schema)
         memory = store.index_build_memory(rows, self.embedder.identity.dimension)
-        built = store.build_vector_indexes(self.conn, self.schema, memory, max(0, free_cores() - 1))
+        store.build_vector_indexes(self.conn, self.schema, memory, max(0, free_cores() - 1))
         self.conn.commit()
-        if built:
-            log.info(
-                "%s: built the vectors' indexes over %d chunks in %.1f s",
-                self.schema.name,
-                rows,
-                time.perf_counter() - started,
-            )
+        log.info(
+            "%s: built the vectors' indexes over %d chunks in %.1f s",
+            self.schema.name,
+            rows,
+            time.perf_counter() - started,
+        )
 
     def _same_model(self) -> bool:
         """Whether the index's vectors are this embedder's (a sweep with another model
