@@ -110,12 +110,12 @@ def test_the_database_stays_while_another_process_uses_it(folder: Path) -> None:
 def test_an_interrupted_scan_stops_the_database_too(
     folder: Path, ollama_standin: OllamaStandin
 ) -> None:
-    # Ctrl-C in the middle of a sweep: the sweep is recorded as interrupted, the process exits
-    # non-zero, and the embedded server it started does not outlive it.
+    # Ctrl-C in the middle of a scan (its vectors being embedded): the process exits non-zero,
+    # and the embedded server it started does not outlive it.
     for i in range(40):
         (folder / "src" / f"m{i:02d}.py").write_text(f"def f{i}():\n    return {i}\n")
-    # Each embedding request takes 3 s: the Ctrl-C a second after "to index" lands in the
-    # sweep however the files are batched and however busy the machine is.
+    # Each embedding request takes 3 s: the Ctrl-C, sent once a request is in flight after
+    # "to index", lands in the middle of the work however fast the rows went in.
     ollama_standin.delay_seconds = 3.0
     env = {k: v for k, v in os.environ.items() if not k.startswith("CODE_RAG_")}
     proc = subprocess.Popen(
@@ -126,7 +126,10 @@ def test_an_interrupted_scan_stops_the_database_too(
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and "to index" not in (proc.stdout.readline() or "to index"):
         pass
-    time.sleep(1)
+    asked = ollama_standin.embed_requests
+    while time.monotonic() < deadline and ollama_standin.embed_requests == asked:
+        time.sleep(0.05)
+    assert ollama_standin.embed_requests > asked, "the scan should be embedding by now"
     assert postgres_on(folder), "the scan should be running on the embedded server"
     proc.send_signal(signal.SIGINT)
     assert proc.wait(timeout=60) != 0
