@@ -132,5 +132,6 @@ def test_an_interrupted_scan_stops_the_database_too(
     assert ollama_standin.embed_requests > asked, "the scan should be embedding by now"
     assert postgres_on(folder), "the scan should be running on the embedded server"
     proc.send_signal(signal.SIGINT)
-    assert proc.wait(timeout=60) != 0
+    code = proc.wait(timeout=60)
+    assert code != 0, f"the scan ended as if not interrupted: {proc.stdout.read()}"
     assert wait_gone(folder), "PostgreSQL still runs after the scan was interrupted"
