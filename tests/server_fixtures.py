@@ -8,6 +8,7 @@ stand-in, so results are deterministic and fast.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import os
 import shutil
@@ -198,6 +199,16 @@ def serve(
         schedule=schedule,
         watch=watch,
     )
+    try:
+        with running(app, settings) as served:
+            yield served
+    finally:
+        drop_projects(database, list(projects))
+
+
+@contextlib.contextmanager
+def running(app: Litestar, settings: Settings) -> Iterator[Served]:
+    """`app` (made for `settings`) under a real uvicorn until the block ends."""
     server = ServerThread(app).start()
     served = Served(server, settings, app)
     try:
@@ -205,7 +216,6 @@ def serve(
     finally:
         served.http.close()
         server.stop()
-        drop_projects(database, list(projects))
 
 
 def index(database: Database, project: Project, standin: OllamaStandin) -> None:

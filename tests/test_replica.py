@@ -24,6 +24,7 @@ from psycopg.conninfo import make_conninfo
 # Helpers come from the fixture plugins below: let pytest rewrite their asserts on first import.
 pytest.register_assert_rewrite("server_fixtures")
 
+import server_fixtures  # noqa: E402
 from server_fixtures import (  # noqa: E402
     GARDEN_FILES,
     SHOP_FILES,
@@ -42,7 +43,6 @@ from server_fixtures import (  # noqa: E402
 )
 from test_up import Up, free_port, wait_until_served  # noqa: E402
 
-from bench.served import ServerThread  # noqa: E402
 from indexer.db import Database, store  # noqa: E402
 from indexer.errors import PgvectorMissing  # noqa: E402
 from indexer.project import Project  # noqa: E402
@@ -121,13 +121,8 @@ def replica_settings(
 def running(settings: Settings, embedder: Embedder, **options: Any) -> Iterator[Served]:
     """The real app for `settings`, opening its own database pool (as `./bld serve` does)."""
     app = create_app(settings, embedder=embedder, **options)
-    server = ServerThread(app).start()
-    served = Served(server, settings, app)
-    try:
+    with server_fixtures.running(app, settings) as served:
         yield served
-    finally:
-        served.http.close()
-        server.stop()
 
 
 def admin(served: Served, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
