@@ -8,8 +8,8 @@ refuses one whose sha256 differs, and unpacks exactly the kept files under
 `bench/.cache/questions/corpus/<library>/`, byte for byte (nothing blanked). The product never
 fetches anything; this runs only when a bench asks for the corpus.
 
-The distributions reserved for the hidden evaluation (see RESERVED) may never enter this corpus,
-under any path component, so a vendored copy cannot slip in either.
+The libraries reserved for evaluation (`bench/eval/reserved.py` reads the shared list) may never
+enter this corpus, under any path component, so a vendored copy cannot slip in either.
 
     .venv/bin/python -m bench.eval.sources            # fetch, verify, unpack; print the table
     .venv/bin/python -m bench.eval.sources --record   # rewrite the kept-file lists (new pins)
@@ -29,13 +29,13 @@ import sys
 import tarfile
 import tempfile
 from dataclasses import dataclass
-from pathlib import Path, PurePosixPath
+from pathlib import Path
+
+from bench.eval.reserved import reserved_component
 
 HERE = Path(__file__).resolve().parent
 MANIFEST = HERE / "questions_corpus.json"
 CACHE = HERE.parent / ".cache" / "questions"
-# Reserved for a hidden evaluation: never indexed, tuned on or trained on here.
-RESERVED = frozenset({"attrs", "click", "flask", "httpx", "jinja2", "requests", "rich", "werkzeug"})
 
 
 @dataclass(frozen=True)
@@ -73,15 +73,6 @@ def load_manifest(path: Path = MANIFEST) -> list[Library]:
         entry = {**entry, **{k: tuple(entry[k]) for k in ("include", "exclude", "files")}}
         libs.append(Library(**entry))
     return libs
-
-
-def reserved_component(path: str) -> str | None:
-    """The reserved name a path contains as a component (or a component's stem), if any."""
-    for part in PurePosixPath(path.lower()).parts:
-        for candidate in (part, part.split(".", 1)[0], part.split("-", 1)[0]):
-            if candidate in RESERVED:
-                return candidate
-    return None
 
 
 def _sha256(path: Path) -> str:

@@ -3,11 +3,16 @@
 `train_corpus.json` pins each artifact (PyPI sdist, npm tarball, Debian package) by name,
 version and sha256; `ensure_corpus` fetches a missing one with the ordinary client (the same
 code as the questions eval's sources), refuses a changed artifact, and unpacks the source files
-of the library's language under `bench/.cache/train/corpus/<library>/`. Files are kept only when
-no path component names a distribution reserved for evaluation, a library of the developer
-questions eval, or a module of the docstring eval, and when they are not tests, examples,
-builds or vendored copies. The kept files' digest is the corpus's identity: the pair file and
-the model record it.
+of the library's language under `bench/.cache/train/corpus/<library>/`.
+
+No library reserved for evaluation can enter: the shared `reserved.txt` is read whole
+(`bench/eval/reserved.py`, the rule every corpus tool applies: a name, a package, any path
+component, a component's stem or its part before a hyphen), and a manifest whose library, package
+or Debian source package holds a reserved name, or that names a library of an in-repo eval, is
+refused before anything is unpacked. Files are kept only when no path component names a reserved
+library, a library of the developer questions eval, or a module of the docstring eval, and when
+they are not tests, examples, builds or vendored copies. The kept files' digest is the corpus's
+identity: the pair file and the model record it.
 
     .venv/bin/python -m bench.train.training_corpus     # fetch, verify, unpack; list the counts
 """
@@ -17,17 +22,20 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import subprocess
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from bench.eval import sources
 from bench.eval.corpus import MODULES as DOCSTRING_EVAL_MODULES
+from bench.eval.reserved import reserved_component, reserved_in_name
 from chunkers.detect import detect_language
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
 
 MANIFEST = HERE / "train_corpus.json"
+FILE_EVAL_MANIFESTS = ROOT / "bench" / "eval" / "files"
 CACHE = ROOT / "bench" / ".cache" / "train"
 # Path components that keep a file out: the questions eval's libraries (and their namespaces),
 # the docstring eval's stdlib modules, and what is not a library's own source.
@@ -78,7 +86,7 @@ def load_manifest(path: Path = MANIFEST) -> list[TrainLibrary]:
 
 def excluded_by(path: str) -> str | None:
     """Why `path` (library name first) is not training material, or None when it is."""
-    if (reserved := sources.reserved_component(path)) is not None:
+    if (reserved := reserved_component(path)) is not None:
         return f"reserved for evaluation ({reserved})"
     for part in PurePosixPath(path.lower()).parts:
         stem = part.split(".", 1)[0]
@@ -104,14 +112,69 @@ def kept_files(lib: TrainLibrary, members: dict[str, bytes]) -> dict[str, bytes]
     return kept
 
 
-def ensure_corpus(cache: Path = CACHE) -> tuple[list[tuple[TrainLibrary, list[str]]], str]:
-    """Fetch, verify and unpack every library; each with its kept files, and the digest."""
+def eval_library_names() -> frozenset[str]:
+    """The libraries the file-level eval searches, by label and by package name."""
+    names: set[str] = set()
+    for path in sorted(FILE_EVAL_MANIFESTS.glob("corpus-*.json")):
+        for lib in json.loads(path.read_text())["libraries"]:
+            names.update(str(lib[key]).lower() for key in ("name", "package") if key in lib)
+    return frozenset(names)
+
+
+def refused(lib: TrainLibrary) -> str | None:
+    """Why `lib` may not be training material, judged on its manifest entry alone."""
+    for name in (lib.name, lib.package):
+        if (reserved := reserved_in_name(name)) is not None:
+            return f"{name!r} holds {reserved!r}, reserved for evaluation"
+    evaluated = eval_library_names()
+    for name in (lib.name, lib.package):
+        if name.lower() in evaluated:
+            return f"{name!r} is a library of the file-level eval"
+        if (why := excluded_by(name)) is not None:
+            return why
+    return None
+
+
+def debian_source_package(artifact: Path) -> str:
+    """The source package a Debian binary package was built from (its own name when the
+    control file names none)."""
+    fields = subprocess.run(
+        ["dpkg-deb", "--field", str(artifact), "Package", "Source"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    values = dict(line.split(": ", 1) for line in fields.splitlines() if ": " in line)
+    # "Source: rails (2:6.1.7)" names a version too.
+    return values.get("Source", values.get("Package", "")).split(" ", 1)[0]
+
+
+def refused_source_package(lib: TrainLibrary, artifact: Path) -> str | None:
+    """Why a Debian binary package may not be training material because of the source package
+    it was built from (ruby-activesupport comes from rails), or None."""
+    if lib.source != "debian":
+        return None
+    source = debian_source_package(artifact)
+    if (reserved := reserved_in_name(source)) is not None:
+        return f"built from the source package {source!r}, reserved for evaluation ({reserved})"
+    return None
+
+
+def ensure_corpus(
+    cache: Path = CACHE, manifest: Path = MANIFEST
+) -> tuple[list[tuple[TrainLibrary, list[str]]], str]:
+    """Fetch, verify and unpack every library; each with its kept files, and the digest. A
+    manifest naming anything reserved is refused whole, before anything is fetched."""
     digest = hashlib.sha256()
     out = []
-    for lib in load_manifest():
-        if (bad := sources.reserved_component(lib.name) or excluded_by(lib.package)) is not None:
+    libs = load_manifest(manifest)
+    for lib in libs:
+        if (bad := refused(lib)) is not None:
             raise SystemExit(f"{lib.name}: {bad}: it cannot be training material")
+    for lib in libs:
         artifact = sources.download(lib.as_source(), cache / "downloads")
+        if (bad := refused_source_package(lib, artifact)) is not None:
+            raise SystemExit(f"{lib.name}: {bad}: it cannot be training material")
         files = kept_files(lib, sources._members(lib.as_source(), artifact))
         dest = cache / "corpus" / lib.name
         for rel, data in files.items():

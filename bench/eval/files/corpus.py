@@ -32,30 +32,12 @@ from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
 
 from bench.eval import sources
+from bench.eval.reserved import forbidden_component, reserved_names
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[2]
 CACHE = REPO / "bench" / ".cache" / "files"
 TRAIN_CORPUS = REPO / "bench" / "train" / "train_corpus.json"
-# The shared folder sits beside the repository (`../shared`); a worktree one level deeper
-# finds it two levels up.
-RESERVED_FILES = (
-    REPO.parent / "shared" / "reserved.txt",
-    REPO.parent.parent / "shared" / "reserved.txt",
-)
-# A copy of reserved.txt, used when the shared file cannot be read (the file adds to it).
-BUILTIN_RESERVED = frozenset(
-    """
-    attrs click flask httpx jinja2 requests rich werkzeug aiohttp fastapi starlette pydantic
-    model2vec sympy pytest sphinx astropy pylint xarray seaborn cobra spf13-cobra gin
-    gin-gonic-gin lodash rxjs express axios redux trpc zod vitest twig guzzle monolog
-    laravel-framework rack sinatra rails railties jpype jpype1 gson commons-lang
-    jackson-databind tokio serde axum octocode curl redis libuv abseil-cpp fmtlib nlohmann-json
-    messagepack-csharp newtonsoft-json dapper ktor kotlinx-coroutines exposed cats circe http4s
-    alamofire vapor snapkit phoenix plug ecto aeson pandoc xmonad telescope.nvim lazy.nvim
-    mini.nvim zig zls zig-clap bats-core nvm bash-it
-    """.split()  # noqa: SIM905
-)
 LANGUAGES = (
     "python", "javascript", "typescript", "go", "bash", "rust", "c", "cpp", "java", "csharp",
     "ruby", "php", "kotlin", "scala", "swift", "elixir",
@@ -89,19 +71,6 @@ class Pinned:
 
 def manifests(folder: Path = HERE) -> list[Path]:
     return sorted(folder.glob("corpus-*.json"))
-
-
-def reserved_names() -> frozenset[str]:
-    """The names reserved for the hidden evaluation: the shared list, and the built-in copy."""
-    names = set(BUILTIN_RESERVED)
-    for path in RESERVED_FILES:
-        if path.is_file():
-            for line in path.read_text().splitlines():
-                name = line.split("#", 1)[0].strip().lower()
-                if name:
-                    names.add(name)
-            break
-    return frozenset(names)
 
 
 def training_names() -> frozenset[str]:
@@ -140,16 +109,6 @@ class Forbidden:
         if (bad := forbidden_component(path, self.reserved)) is not None:
             return bad
         return next((p for p in PurePosixPath(path.lower()).parts if p in self.training), None)
-
-
-def forbidden_component(path: str, names: frozenset[str]) -> str | None:
-    """The name of `names` that `path` holds as a component, a component's stem, or the part
-    of a component before its first hyphen (a versioned or vendored folder), if any."""
-    for part in PurePosixPath(path.lower()).parts:
-        for candidate in (part, part.split(".", 1)[0], part.split("-", 1)[0]):
-            if candidate in names:
-                return candidate
-    return None
 
 
 def load(folder: Path = HERE) -> tuple[list[Pinned], list[str]]:
