@@ -10,9 +10,10 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import pytest
+
 from indexer.db import ChunkFile
 from indexer.search.evidence import (
-    EVIDENCE_CHUNKS,
     QueryWords,
     add_file_evidence,
     names_file,
@@ -52,23 +53,26 @@ def test_a_name_like_query_names_the_file_whose_stem_it_is() -> None:
 
 
 def test_evidence_adds_up_per_file() -> None:
-    # A satellite's one chunk (0.9) against a central file's three (0.8, 0.6, 0.6).
-    scores = {1: 0.9, 2: 0.8, 3: 0.6, 4: 0.6}
+    # A satellite's one chunk (0.85) against a central file's three (0.8, 0.6, 0.6).
+    scores = {1: 0.85, 2: 0.8, 3: 0.6, 4: 0.6}
     files = {1: "satellite", 2: "central", 3: "central", 4: "central"}
     words = QueryWords.of("x", name_like=False)
-    add_file_evidence(scores, files, {}, words, evidence=0.3, path_lift=0.0, folder_lift=0.0)
-    assert scores[2] > scores[1]  # 0.8 + 0.3 x 1.2
+    add_file_evidence(scores, files, {}, words, evidence=0.2, path_lift=0.0, folder_lift=0.0)
+    # The best file's sum (2.0) earns the whole 0.2 x the best score, the satellite 0.85/2.0.
+    assert scores[2] == pytest.approx(0.8 + 0.2 * 0.85)
+    assert scores[1] == pytest.approx(0.85 + 0.2 * 0.85 * 0.85 / 2.0)
+    assert scores[2] > scores[1]
     assert (scores[3], scores[4]) == (0.6, 0.6)  # only the best chunk of a file gains
 
 
-def test_evidence_counts_a_bounded_number_of_further_chunks() -> None:
-    n = EVIDENCE_CHUNKS + 5
-    scores = {i: 0.5 for i in range(n)}
-    files = dict.fromkeys(range(n), "long")
+def test_evidence_is_bounded_by_its_share_of_the_best_score() -> None:
+    n = 50
+    scores = {i: 0.5 for i in range(n)} | {n: 1.0}
+    files = dict.fromkeys(range(n), "long") | {n: "short"}
     add_file_evidence(
-        scores, files, {}, QueryWords.of("x", False), evidence=1.0, path_lift=0, folder_lift=0
+        scores, files, {}, QueryWords.of("x", False), evidence=0.2, path_lift=0, folder_lift=0
     )
-    assert scores[0] == 0.5 + 0.5 * EVIDENCE_CHUNKS
+    assert scores[0] == pytest.approx(0.5 + 0.2 * 1.0)  # however many chunks it has
 
 
 def test_the_file_named_after_the_subject_climbs() -> None:

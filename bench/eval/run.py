@@ -252,6 +252,13 @@ def main(argv: Sequence[str] | None = None) -> None:
         default=None,
         help="write each query's first 50 hybrid hits here, for bench/eval/files/replay.py",
     )
+    ap.add_argument(
+        "--ranking",
+        type=ranking_of,
+        default=DEFAULT_RANKING,
+        metavar="KEY=VALUE,...",
+        help="the product's ranking with these fields changed (a lever measured before it ships)",
+    )
     args = ap.parse_args(argv)
     if args.rows_first and (args.projects > 1 or args.header != "chunker"):
         ap.error("--rows-first builds the product's index of one project: drop --projects/--header")
@@ -262,7 +269,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     if args.eval != "docstring" and (args.header != "chunker" or args.cache != CACHE):
         ap.error("--header and --cache change the docstring eval's index: add --eval docstring")
     model = make_embedder("local", args.model)
-    ranking = DEFAULT_RANKING
+    ranking = args.ranking
     deep: dict[str, list[dict[str, Any]]] = {"docstring": [], "questions": []}
     keep = args.json is not None
     if args.eval in ("both", "docstring"):
@@ -282,6 +289,16 @@ def main(argv: Sequence[str] | None = None) -> None:
     if keep:
         args.json.write_text(json.dumps({"split": args.split, **deep}), encoding="utf-8")
         print(f"\nper-query deep hits: {args.json}")
+
+
+def ranking_of(text: str) -> Ranking:
+    """`DEFAULT_RANKING` with the fields of `key=value,...` changed (numbers and true/false)."""
+    changes: dict[str, Any] = {}
+    for item in filter(None, text.split(",")):
+        key, _, value = item.partition("=")
+        current = getattr(DEFAULT_RANKING, key)
+        changes[key] = value == "true" if isinstance(current, bool) else float(value)
+    return replace(DEFAULT_RANKING, **changes)
 
 
 def docstring_eval(
@@ -327,7 +344,7 @@ def docstring_eval(
             + (f"; searched as a group of {len(searched)} projects" if len(searched) > 1 else "")
             + ("; the index built rows first, vectors after" if args.rows_first else "")
         )
-        ranking = DEFAULT_RANKING
+        ranking = args.ranking
         with db.connection() as conn:
             if args.tune:
                 g = gather(conn, project, cached, tune_set, {"product": ranking}, args.ef_search)

@@ -6,8 +6,8 @@ each file's best chunk gains (in units of the fused list's best score):
 - `path_lift` x the share of the file stem's words the query names (`snapshot_compare.py`
   for "how are snapshots compared": both words), and `folder_lift` x the share of the words of
   its last folders the query names, each word matched by its crude stem;
-- `evidence` x the fused scores of the file's further matching chunks (at most
-  `EVIDENCE_CHUNKS` of them): evidence adds up per file.
+- `evidence` x the file's summed fused score over the best file's (so at most `evidence`):
+  evidence adds up per file.
 A file whose stem is the query's name (a name-like query `Router` and `router.rs`) counts as
 named: it comes above the fused rest, with the definitions the query names.
 """
@@ -21,9 +21,6 @@ from pathlib import PurePosixPath
 
 from indexer import lexical
 
-# A file's further chunks that add to its best one: enough to tell a central file from a
-# satellite, few enough that a long file of weak matches does not win by its length.
-EVIDENCE_CHUNKS = 4
 # The folders above a file whose names count as its path words (nearest first).
 PATH_FOLDERS = 3
 # Names that say nothing about what a file holds: the stem `index` of `router/index.ts` is
@@ -94,6 +91,18 @@ def path_match(words: QueryWords, path: str) -> tuple[float, float]:
     return _share(stem, words.stems), _share(folders, words.stems)
 
 
+def query_share(words: QueryWords, path: str) -> float:
+    """The share of the query's words that the file's stem or its folder name holds."""
+    if not words.stems:
+        return 0.0
+    stem, _, _ = path_words(path)
+    parent = PurePosixPath(path).parent.name
+    near = stem | frozenset(
+        lexical.stem(w) for w in lexical.split_identifier(parent) if w.isalpha() and len(w) > 1
+    )
+    return sum(_meets(q, near) for q in words.stems) / len(words.stems)
+
+
 def names_file(words: QueryWords, path: str) -> bool:
     """Whether a name-like query is the file's stem (`Router`, `router.go`)."""
     return words.name is not None and path_words(path)[2] == words.name
@@ -108,6 +117,7 @@ def add_file_evidence(
     evidence: float,
     path_lift: float,
     folder_lift: float,
+    query_path_lift: float = 0.0,
 ) -> list[int]:
     """Add to each file's best chunk in `scores` (fused, before the named lifts) what its
     path and its further matches say; `files` maps a chunk to its file, `paths` a file's
@@ -121,14 +131,18 @@ def add_file_evidence(
         file_id = files.get(chunk_id)
         if file_id is not None:
             by_file.setdefault(file_id, []).append(chunk_id)
+    sums = {f: sum(scores[c] for c in chunks) for f, chunks in by_file.items()}
+    most = max(sums.values(), default=0.0)
     named: list[int] = []
-    for chunks in by_file.values():
+    for file_id, chunks in by_file.items():
         best = chunks[0]
-        gain = evidence * sum(scores[c] for c in chunks[1 : 1 + EVIDENCE_CHUNKS])
+        gain = evidence * top * sums[file_id] / most if most > 0 else 0.0
         path = paths.get(best)
         if path is not None:
             stem_share, folder_share = path_match(words, path)
             gain += top * (path_lift * stem_share + folder_lift * folder_share)
+            if query_path_lift:
+                gain += top * query_path_lift * query_share(words, path)
             if names_file(words, path):
                 named.append(best)
         scores[best] += gain

@@ -78,6 +78,7 @@ class Ranking:
     evidence: float = 0.0
     path_lift: float = 0.0
     folder_lift: float = 0.0
+    query_path_lift: float = 0.0
     name_files: bool = False
     # The vector side's share for a query that is a name (`RouterGroup`, `http.Get`) rather
     # than words; None: `vector_share` for every query.
@@ -161,7 +162,8 @@ def fuse(
                 scores[chunk_id] *= ranking.demote
         verbatim = [cid for cid in candidates.verbatim if cid not in demoted]
         candidates = replace(candidates, verbatim=verbatim)
-    if context is not None and (ranking.evidence or ranking.path_lift or ranking.folder_lift):
+    lifts = (ranking.evidence, ranking.path_lift, ranking.folder_lift, ranking.query_path_lift)
+    if context is not None and any(lifts):
         named = add_file_evidence(
             scores,
             context.files,
@@ -170,6 +172,7 @@ def fuse(
             evidence=ranking.evidence,
             path_lift=ranking.path_lift,
             folder_lift=ranking.folder_lift,
+            query_path_lift=ranking.query_path_lift,
         )
         if ranking.name_files and named:
             exact = list(dict.fromkeys([*candidates.exact, *named]))

@@ -37,6 +37,7 @@ from bench.eval.files.product import (
 )
 from bench.eval.files.questions import Question
 from bench.eval.files.score import K, Summary, rank_files, score
+from bench.eval.run import ranking_of
 from indexer.search.fusion import DEFAULT_RANKING, Ranking
 
 ROWS_PROJECT = "files_rows"
@@ -101,6 +102,14 @@ def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--mode", choices=("keyword", "hybrid"), default="keyword")
     ap.add_argument("--levers", default=",".join(LEVERS), help="comma-separated names")
+    ap.add_argument(
+        "--try",
+        dest="tries",
+        action="append",
+        default=[],
+        metavar="NAME:KEY=VALUE,...",
+        help="a lever of your own: the default ranking with these fields changed",
+    )
     ap.add_argument("--splits", default="tune,test")
     ap.add_argument("--cache", type=Path, default=CACHE)
     args = ap.parse_args(argv)
@@ -117,6 +126,10 @@ def main(argv: list[str] | None = None) -> None:
         embedder = local_embedder()
         project = project_for(corpus)
         ensure_index(db, project, embedder, corpus, args.cache)
+    levers = {name: LEVERS[name] for name in args.levers.split(",") if name}
+    for spec in args.tries:
+        name, _, fields = spec.partition(":")
+        levers[name] = ranking_of(fields)
     splits = args.splits.split(",")
     print(
         f"| lever ({args.mode}) | split | n | NDCG@10 | Hit@1 | Hit@5 | MRR | "
@@ -124,11 +137,11 @@ def main(argv: list[str] | None = None) -> None:
     )
     print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     try:
-        for name in args.levers.split(","):
+        for name, ranking in levers.items():
             for split in splits:
                 chosen = [q for q in questions if q.split == split]
                 started = time.perf_counter()
-                out = measure(db, project, embedder, chosen, LEVERS[name], args.mode)
+                out = measure(db, project, embedder, chosen, ranking, args.mode)
                 a = out["all"]
                 kinds = " | ".join(
                     f"{out[k].ndcg:.3f}" if k in out else "-"
