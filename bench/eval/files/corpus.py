@@ -58,7 +58,7 @@ BUILTIN_RESERVED = frozenset(
 )
 LANGUAGES = (
     "python", "javascript", "typescript", "go", "bash", "rust", "c", "cpp", "java", "csharp",
-    "ruby", "php", "kotlin", "scala", "swift", "elixir",
+    "ruby", "php", "kotlin", "scala", "swift", "elixir", "lua",
 )  # fmt: skip
 SOURCES = ("pypi", "npm", "debian", "debian-source")
 FIELDS = (
