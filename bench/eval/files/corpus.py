@@ -180,7 +180,7 @@ def load(folder: Path = HERE) -> tuple[list[Pinned], list[str]]:
             if not NAME_RE.fullmatch(entry["name"]):
                 problems.append(f"{where}: the name must be lowercase [a-z0-9-]")
             if entry["language"] not in LANGUAGES:
-                problems.append(f"{where}: language {entry['language']!r} is not one of the 16")
+                problems.append(f"{where}: language {entry['language']!r} is not in {LANGUAGES}")
             if entry["source"] not in SOURCES:
                 problems.append(f"{where}: source {entry['source']!r} is not one of {SOURCES}")
             if entry["name"] in seen:

@@ -177,7 +177,7 @@ def _check(
         problems.append(f"{where}: same query as {seen_text[norm]}")
     seen_text[norm] = q.qid
     if q.language not in LANGUAGES:
-        problems.append(f"{where}: language {q.language!r} is not one of the 16")
+        problems.append(f"{where}: language {q.language!r} is not one of {LANGUAGES}")
     if q.kind not in KINDS:
         problems.append(f"{where}: kind {q.kind!r} is not one of {KINDS}")
     if len(words(q.text)) < 2:
