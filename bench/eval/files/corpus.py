@@ -6,6 +6,8 @@ fetched by their ordinary client into `bench/.cache/files/downloads` (pypi, npm 
 against Debian bookworm's deb-src through a private apt configuration under
 `bench/.cache/files/apt`, never the system's), refused when their sha256 differs from the pin,
 and exactly the kept files are unpacked under `bench/.cache/files/corpus/<library>/`.
+The libraries of `corpus-unseen.json` are those of the unseen split (questions.py): they are
+indexed apart from the others (`Corpus.part`), and no lever or weight is chosen on them.
 
 No library or package may hold a name reserved for the hidden evaluation (`reserved.txt` in
 the shared folder beside the repository, with the built-in copy below) or a library of the
@@ -40,7 +42,7 @@ CACHE = REPO / "bench" / ".cache" / "files"
 TRAIN_CORPUS = REPO / "bench" / "train" / "train_corpus.json"
 LANGUAGES = (
     "python", "javascript", "typescript", "go", "bash", "rust", "c", "cpp", "java", "csharp",
-    "ruby", "php", "kotlin", "scala", "swift", "elixir",
+    "ruby", "php", "kotlin", "scala", "swift", "elixir", "lua",
 )  # fmt: skip
 SOURCES = ("pypi", "npm", "debian", "debian-source")
 FIELDS = (
@@ -51,6 +53,8 @@ NAME_RE = re.compile(r"[a-z0-9][a-z0-9-]*")
 DEBIAN_MIRROR = "http://deb.debian.org/debian"
 DEBIAN_SUITE = "bookworm"
 DEBIAN_KEYRING = "/usr/share/keyrings/debian-archive-keyring.gpg"
+UNSEEN = "unseen"  # the split of the libraries nothing is tuned on, and its corpus file's tag
+UNSEEN_MANIFEST = f"corpus-{UNSEEN}.json"
 
 
 class CorpusError(Exception):
@@ -135,7 +139,7 @@ def load(folder: Path = HERE) -> tuple[list[Pinned], list[str]]:
             if not NAME_RE.fullmatch(entry["name"]):
                 problems.append(f"{where}: the name must be lowercase [a-z0-9-]")
             if entry["language"] not in LANGUAGES:
-                problems.append(f"{where}: language {entry['language']!r} is not one of the 16")
+                problems.append(f"{where}: language {entry['language']!r} is not in {LANGUAGES}")
             if entry["source"] not in SOURCES:
                 problems.append(f"{where}: source {entry['source']!r} is not one of {SOURCES}")
             if entry["name"] in seen:
@@ -274,9 +278,31 @@ class Corpus:
     root: Path
     digest: str
     unrecorded: list[str]  # libraries whose `files` are not recorded yet
+    unseen: frozenset[str] = frozenset()  # the libraries pinned in UNSEEN_MANIFEST
 
     def library(self, name: str) -> sources.Library | None:
         return next((lib for lib in self.libraries if lib.name == name), None)
+
+    def part(self, unseen: bool) -> Corpus:
+        """The unseen libraries only, or the others only, with the digest of that part (the
+        others' digest is the one the whole corpus had before the unseen libraries came)."""
+        libs = [lib for lib in self.libraries if (lib.name in self.unseen) == unseen]
+        names = {lib.name for lib in libs}
+        return replace(
+            self,
+            libraries=libs,
+            digest=corpus_digest(libs),
+            unrecorded=[n for n in self.unrecorded if n in names],
+            unseen=self.unseen & names,
+        )
+
+
+def corpus_digest(libraries: list[sources.Library]) -> str:
+    """A digest of the libraries' pins and kept files, in their order."""
+    digest = hashlib.sha256()
+    for lib in libraries:
+        digest.update(f"{lib.name}\0{lib.version}\0{lib.sha256}\0{'|'.join(lib.files)}\n".encode())
+    return digest.hexdigest()
 
 
 def ensure_corpus(
@@ -292,7 +318,6 @@ def ensure_corpus(
     forbidden = Forbidden.load()
     libs: list[sources.Library] = []
     unrecorded: list[str] = []
-    digest = hashlib.sha256()
     kept_by_name: dict[str, list[str]] = {}
     for p in pinned:
         if only and p.name not in only:
@@ -305,15 +330,15 @@ def ensure_corpus(
         kept_by_name[p.name] = kept
         if not p.library.files:
             unrecorded.append(p.name)
-        lib = p.library
-        libs.append(replace(lib, files=tuple(kept)))
-        digest.update(f"{lib.name}\0{lib.version}\0{lib.sha256}\0{'|'.join(kept)}\n".encode())
+        libs.append(replace(p.library, files=tuple(kept)))
     if strict and problems:
         raise SystemExit(f"corpus: {len(problems)} problem(s):\n  " + "\n  ".join(problems))
     if record:
         write_files(pinned, kept_by_name)
         unrecorded = []
-    return Corpus(libs, corpus_root(cache), digest.hexdigest(), unrecorded), problems
+    unseen = frozenset(p.name for p in pinned if p.manifest.name == UNSEEN_MANIFEST)
+    corpus = Corpus(libs, corpus_root(cache), corpus_digest(libs), unrecorded, unseen)
+    return corpus, problems
 
 
 def write_files(pinned: list[Pinned], kept_by_name: dict[str, list[str]]) -> None:

@@ -1,6 +1,7 @@
 """The file-level eval's index: every library a root of one project, swept by the real sweep.
 
 The embedded PostgreSQL lives under `bench/.cache/files/db` (gitignored); the project's roots
+(two projects: `files_eval` for the tuning libraries, `files_eval_unseen` for the unseen ones)
 are the unpacked libraries (`bench/.cache/files/corpus/<library>`), each labelled with the
 library's name, so hits carry it as `repo` and `search_code(repo=...)` keeps a question in its
 library. Each run sweeps: an unchanged corpus is a walk with nothing to embed, a changed one
@@ -45,14 +46,16 @@ def open_index(cache: Path) -> Database:
     return open_database(prepare_dirs(cache))
 
 
-def project_for(corpus: Corpus, model_dir: str | None = None) -> Project:
-    """The eval's project; another model than the bundled one (`model_dir`) indexes into a
-    project of its own, beside the default's instead of re-embedding it."""
+def project_for(corpus: Corpus, model_dir: str | None = None, part: str = "") -> Project:
+    """The eval's project over `corpus`; another model than the bundled one (`model_dir`)
+    indexes into a project of its own, beside the default's instead of re-embedding it, and
+    so does a part of the corpus named by `part` (the unseen libraries: `files_eval_unseen`)."""
     roots = tuple(Root(corpus.root / lib.name, lib.name) for lib in corpus.libraries)
-    if model_dir is None:
-        return Project(PROJECT, roots)
-    tag = hashlib.sha256(str(Path(model_dir).resolve()).encode()).hexdigest()[:8]
-    return Project(f"{PROJECT}_m{tag}", roots)
+    name = PROJECT
+    if model_dir is not None:
+        tag = hashlib.sha256(str(Path(model_dir).resolve()).encode()).hexdigest()[:8]
+        name = f"{PROJECT}_m{tag}"
+    return Project(f"{name}_{part}" if part else name, roots)
 
 
 def _progress(p: Any) -> None:

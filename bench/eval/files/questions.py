@@ -8,14 +8,18 @@ config file"), with 1-3 primary files that answer it and 0-4 secondary files tha
 The split is by a hash of the query text (that of the developer-questions eval), stratified
 per language and kind: in each (language, kind) group the lowest-hashed TUNE_SHARE of queries
 tune, the rest test. Adding queries to a group can move one at its boundary: add them before
-tuning on the split, not after.
+tuning on the split, not after. A third split, `unseen`, is explicit: the questions of
+`questions-unseen.jsonl`, over the libraries of `corpus-unseen.json` only, never hashed into
+tune or test; no lever or weight is chosen on it, it only tells whether a choice holds on
+libraries nothing was tuned on.
 
 `validate` fails on: an id not `<1-3 letters>-<2 digits>` or used twice, a language or kind
 outside the lists, a library no corpus file pins (or not fetched), a language that is not the
-library's, 0 or more than 3 primary files (more than 4 secondary), a file listed twice, a path
-outside the library's kept files, a query sharing NGRAM consecutive words with a primary file
-(comments included), the same query twice, a language missing from one split. It warns on a
-language with fewer than MIN_PER_LANGUAGE questions or a kind far from a third of one.
+library's, an unseen question over a tuning library or the reverse, 0 or more than 3 primary
+files (more than 4 secondary), a file listed twice, a path outside the library's kept files, a
+query sharing NGRAM consecutive words with a primary file (comments included), the same query
+twice, a language of the tuning libraries missing from tune or test. It warns on a language
+with fewer than MIN_PER_LANGUAGE questions or a kind far from a third of one.
 
     .venv/bin/python -m bench.eval.files.questions validate    # fetches the corpus if needed
     .venv/bin/python -m bench.eval.files.questions stats
@@ -43,6 +47,9 @@ MAX_PRIMARY = 3
 MAX_SECONDARY = 4
 MIN_PER_LANGUAGE = 18
 KIND_SHARE = (0.25, 0.42)  # "about a third" of a language's questions, per kind
+UNSEEN = corpus_module.UNSEEN  # the split of the libraries nothing is tuned on
+UNSEEN_FILE = f"questions-{UNSEEN}.jsonl"
+SPLITS = ("tune", "test", UNSEEN)
 
 
 @dataclass(frozen=True)
@@ -54,7 +61,7 @@ class Question:
     text: str
     primary: tuple[str, ...]
     secondary: tuple[str, ...]
-    split: str  # "tune" or "test"
+    split: str  # "tune", "test" or "unseen"
     source: str  # the file it came from
 
     @property
@@ -87,11 +94,16 @@ def read_rows(folder: Path = HERE) -> tuple[list[tuple[str, dict]], list[str]]:
     return rows, problems
 
 
-def assign_splits(rows: Sequence[dict]) -> dict[str, str]:
-    """qid -> split: per (language, kind), the lowest-hashed TUNE_SHARE of queries tune."""
+def assign_splits(rows: Sequence[tuple[str, dict]]) -> dict[str, str]:
+    """qid -> split of (file name, row) pairs: the rows of UNSEEN_FILE unseen; of the others,
+    per (language, kind), the lowest-hashed TUNE_SHARE of queries tune, the rest test (the
+    unseen rows take no part in the hash, so they move no other question's split)."""
     out: dict[str, str] = {}
     groups: dict[tuple[str, str], list[dict]] = {}
-    for row in rows:
+    for name, row in rows:
+        if name == UNSEEN_FILE:
+            out[row["id"]] = UNSEEN
+            continue
         groups.setdefault((row["language"], row["kind"]), []).append(row)
     for group in groups.values():
         ordered = sorted(group, key=lambda r: (_hash(r["query"]), r["id"]))
@@ -104,7 +116,7 @@ def assign_splits(rows: Sequence[dict]) -> dict[str, str]:
 def load_questions(folder: Path = HERE) -> tuple[list[Question], list[str]]:
     """Every question (with its split), and the lines that could not be read."""
     rows, problems = read_rows(folder)
-    splits = assign_splits([r for _, r in rows])
+    splits = assign_splits(rows)
     questions = [
         Question(
             str(r["id"]),
@@ -165,7 +177,7 @@ def _check(
         problems.append(f"{where}: same query as {seen_text[norm]}")
     seen_text[norm] = q.qid
     if q.language not in LANGUAGES:
-        problems.append(f"{where}: language {q.language!r} is not one of the 16")
+        problems.append(f"{where}: language {q.language!r} is not one of {LANGUAGES}")
     if q.kind not in KINDS:
         problems.append(f"{where}: kind {q.kind!r} is not one of {KINDS}")
     if len(words(q.text)) < 2:
@@ -182,6 +194,15 @@ def _check(
         return
     if lib.language != q.language:
         problems.append(f"{where}: {q.repo} is {lib.language}, the question says {q.language}")
+    if (q.split == UNSEEN) != (q.repo in corpus.unseen):
+        pinned = (
+            corpus_module.UNSEEN_MANIFEST if q.repo in corpus.unseen else "a tuning corpus file"
+        )
+        problems.append(
+            f"{where}: {q.repo} is pinned in {pinned}, the question is in the {q.split} split "
+            f"({UNSEEN} questions belong in {UNSEEN_FILE}, over the libraries of "
+            f"{corpus_module.UNSEEN_MANIFEST} only)"
+        )
     kept = set(lib.files)
     for rel in q.targets:
         path = corpus.root / q.repo / rel
@@ -208,29 +229,29 @@ def _mix(questions: Sequence[Question]) -> tuple[list[str], list[str]]:
         off = {k: kinds[k] for k in KINDS if not lo <= kinds[k] / len(qs) <= hi}
         if off:
             warnings.append(f"{lang}: kinds {dict(kinds)} of {len(qs)}, about a third each wanted")
-        splits = {q.split for q in qs}
-        if splits != {"tune", "test"}:
-            problems.append(f"{lang}: only in the {sorted(splits)} split(s)")
+        splits = {q.split for q in qs if q.split != UNSEEN}
+        if splits and splits != {"tune", "test"}:
+            problems.append(f"{lang}: only in the {sorted(splits)} split(s) of tune and test")
     return problems, warnings
 
 
 def stats(questions: Sequence[Question]) -> str:
-    """Counts per language x kind x split (cells: tune / test)."""
+    """Counts per language x kind x split (cells: tune / test / unseen)."""
     lines = [
-        "| language | questions | libraries | " + " | ".join(f"{k} tune/test" for k in KINDS)
-        + " | tune | test |",
-        "|---|---:|---:|" + "---:|" * (len(KINDS) + 2),
+        "| language | questions | libraries | " + " | ".join(f"{k} tune/test/unseen" for k in KINDS)
+        + " | tune | test | unseen |",
+        "|---|---:|---:|" + "---:|" * (len(KINDS) + 3),
     ]  # fmt: skip
     for lang in [*sorted({q.language for q in questions}), "all"]:
         qs = [q for q in questions if lang in ("all", q.language)]
         cells = []
         for kind in KINDS:
             s = Counter(q.split for q in qs if q.kind == kind)
-            cells.append(f"{s['tune']}/{s['test']}")
+            cells.append(f"{s['tune']}/{s['test']}/{s[UNSEEN]}")
         s = Counter(q.split for q in qs)
         lines.append(
             f"| {lang} | {len(qs)} | {len({q.repo for q in qs})} | {' | '.join(cells)} | "
-            f"{s['tune']} | {s['test']} |"
+            f"{s['tune']} | {s['test']} | {s[UNSEEN]} |"
         )
     return "\n".join(lines)
 

@@ -12,8 +12,14 @@ the first target file, and the distinct files per 10 hits; printed overall, per 
 per kind. `--json` keeps every query's hits (the 10 scored, and a deeper list of --depth) so
 ranking levers can be replayed offline.
 
+The unseen split (`--split unseen`: the libraries of corpus-unseen.json, which no lever or
+weight is chosen on) is indexed as a project of its own, holding those libraries only; tune,
+test and `all` (tune and test) ask the project of the other libraries. The keyword side's
+term statistics are per project, so neither part's figures depend on the other's libraries.
+
     .venv/bin/python -m bench.eval.files.run                        # the test split
     .venv/bin/python -m bench.eval.files.run --split tune --json bench/.cache/files/tune.json
+    .venv/bin/python -m bench.eval.files.run --split unseen         # after a lever is chosen
 
 A first run embeds every chunk of the corpus and every baseline window (tens of minutes on a
 few cores); later runs reuse the index, the window vectors and the query vectors.
@@ -36,7 +42,7 @@ import numpy as np
 from bench.eval.baseline import PlainBaseline, corpus_windows, window_vectors
 from bench.eval.compare import hit_row
 from bench.eval.files import questions as questions_module
-from bench.eval.files.corpus import CACHE, Corpus
+from bench.eval.files.corpus import CACHE, UNSEEN, Corpus
 from bench.eval.files.index import ensure_index, open_index, project_for
 from bench.eval.files.product import Project, indexed_files, local_embedder, search_code
 from bench.eval.files.questions import Question
@@ -200,15 +206,17 @@ def run(
     lenient: bool = False,
     log: Callable[[str], None] = print,
 ) -> dict[str, list[QueryScore]]:
-    questions, corpus = questions_module.ensure_valid(cache, folder, lenient)
-    chosen = [q for q in questions if split in ("all", q.split)]
+    questions, whole = questions_module.ensure_valid(cache, folder, lenient)
+    unseen = split == UNSEEN
+    chosen = [q for q in questions if (q.split == UNSEEN) == unseen and split in ("all", q.split)]
     if limit:
         chosen = chosen[:limit]
+    corpus = whole.part(unseen)
     model = local_embedder(model_dir)
     embedder = CachedQueries(model, cache)
     db = open_index(cache)
     try:
-        project = project_for(corpus, model_dir)
+        project = project_for(corpus, model_dir, UNSEEN if unseen else "")
         manifest = ensure_index(db, project, model, corpus, cache)
         plain = baselines(model, corpus, {q.repo for q in chosen}, cache)
         absent = missing_targets(db, project, chosen)
@@ -229,7 +237,8 @@ def run(
             f"\n# file-level eval: {len(corpus.libraries)} libraries, {manifest['files']} files, "
             f"{manifest['chunks']} code-rag chunks; {len(questions)} questions "
             f"({sum(q.split == 'tune' for q in questions)} tune, "
-            f"{sum(q.split == 'test' for q in questions)} test); model "
+            f"{sum(q.split == 'test' for q in questions)} test, "
+            f"{sum(q.split == UNSEEN for q in questions)} {UNSEEN}); model "
             f"{model.identity.describe()}; asked in {time.perf_counter() - started:.0f} s"
         )
         if absent:
@@ -304,7 +313,12 @@ def write_json(
 
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--split", choices=("test", "tune", "all"), default="test")
+    ap.add_argument(
+        "--split",
+        choices=("test", "tune", "all", UNSEEN),
+        default="test",
+        help=f"all: tune and test; {UNSEEN}: the libraries nothing is tuned on, indexed apart",
+    )
     ap.add_argument("--limit", type=int, default=0, help="the first N questions only")
     ap.add_argument("--json", type=Path, default=None, help="write per-query results here")
     ap.add_argument(
