@@ -174,6 +174,13 @@ def test_a_model_free_project_is_swept_and_served_with_every_tool(
         named = call(served, name, "search_code", {"query": "handler_7"})
         assert named["hits"][0]["path"] == "handlers/h7.py"
 
+        # The admin endpoint's status (what `./bld status --server` prints) says the same.
+        admin = served.http.post(
+            "/rag-admin",
+            json={"jsonrpc": "2.0", "id": 1, "method": "status", "params": {"project": name}},
+        ).json()["result"]
+        assert admin["vectors"] == "off" and admin["embedding"] == {"provider": "none"}
+
         # Nothing was embedded or asked of a model, and no background thread was started.
         assert service.vectors.state(name)["last_vectors_run"] is None
         assert service.vectors._thread is None
