@@ -28,6 +28,7 @@ from mcp.client.streamable_http import streamable_http_client
 pytest.register_assert_rewrite("server_fixtures")
 
 from cli_fixtures import bld, env, own_dsn, workspace  # noqa: E402
+from ollama_standin import OllamaStandin, StandinModel  # noqa: E402
 from server_fixtures import (  # noqa: E402
     SHOP_FILES,
     TOKEN,
@@ -44,6 +45,7 @@ from server_fixtures import (  # noqa: E402
 )
 
 from indexer.db import Schema, store  # noqa: E402
+from indexer.embed import make_embedder  # noqa: E402
 from indexer.errors import InvalidArgument  # noqa: E402
 from indexer.project import Project  # noqa: E402
 from indexer.search import search_code  # noqa: E402
@@ -55,8 +57,6 @@ from rag_server.app import create_app  # noqa: E402
 from rag_server.config import EmbeddingSettings, Settings  # noqa: E402
 
 if TYPE_CHECKING:
-    from ollama_standin import OllamaStandin
-
     from indexer.db import Database
 
 pytest_plugins = ["server_fixtures"]
@@ -302,6 +302,23 @@ def test_switching_a_model_off_keeps_its_vectors_and_back_embeds_only_the_new_te
     again = embed_pending(database, project, model)
     assert again.outcome == "ok" and again.chunks_embedded == 1
     assert all(vectors_of(database, project).values())
+
+    # A full sweep with no model drops every row, the kept vectors with them: no model is
+    # recorded any more, and the next model takes the index up as a model-free one.
+    sweep_project(database, project, None, full=True)
+    assert not any(vectors_of(database, project).values())
+    assert meta(database, project, "embedding") is None
+    # Another model (another dimension) then embeds the same rows, none read again.
+    before = vectors_of(database, project)
+    with OllamaStandin([StandinModel("all-minilm", 384)]) as other:
+        small = make_embedder("ollama", "all-minilm", other.url)
+        taken = embed_pending(database, project, small)
+    assert taken.outcome == "ok" and taken.chunks_embedded == len(before)
+    assert vectors_of(database, project).keys() == before.keys()
+    assert all(vectors_of(database, project).values())
+    assert meta(database, project, "embedding")["model"] == "all-minilm"
+    with database.connection() as conn:
+        assert store.embedding_dimension(conn, Schema(project.name)) == 384
 
 
 def free_workspace(workspace: Path, standin: OllamaStandin) -> Path:

@@ -7,11 +7,11 @@ its chunks in a savepoint, committing every N files → delete rows of files tha
 Invariants: one sweep per project at a time (a PostgreSQL advisory lock, whoever starts it); a
 file is always either fully old or fully new (a killed process loses at most its open batch,
 which the next sweep redoes); a failing file is recorded with its reason and retried next
-sweep, never taking its neighbours down; vectors of two models never mix. With no embedder
-(model-free, `provider = none`) a sweep writes rows only, records no model and embeds nothing:
-vectors stored earlier by a model are kept, untouched. Preparation (read,
+sweep, never taking its neighbours down; vectors of two models never mix. Preparation (read,
 hash, chunk, cache look-up) runs in a thread ahead of embedding, so the embedder stays busy;
 with many files and more than one free core, that thread hands the parsing to worker processes.
+With no embedder (model-free, `provider = none`) a sweep writes rows only, records no model and
+embeds nothing: vectors a model stored earlier are kept, untouched.
 
 Two write paths, chosen by the amount of work: a few changed files go in one by one, each in a
 savepoint; a bulk load (many new files, at least as many as the index holds) drops the
@@ -146,8 +146,9 @@ class _Sweep:
         re-embeds), and the indexes a bulk load killed mid-way left missing are built."""
         conn = self.conn
         with conn.transaction():
-            if full:
+            if full:  # every row goes, the kept vectors too: no model is theirs any more
                 store.clear_project(conn, self.schema)
+                store.set_meta(conn, self.schema, "embedding", None)
             # The vectors' graphs are left for a model: nothing searches them meanwhile.
             store.build_bulk_indexes(conn, self.schema, vectors=False)
         redo = full or store.get_meta(conn, self.schema, "chunker_version") != CHUNKER_VERSION
