@@ -360,6 +360,19 @@ def test_the_cli_scans_searches_and_reports_model_free(
     assert symbols.returncode == 0 and "billing/invoice.py" in symbols.stdout
     assert ollama_standin.embed_requests == ollama_standin.show_requests == 0
 
+    # A model later: the next scan reads no file again and embeds every chunk already there.
+    ini = folder / "application.ini"
+    ini.write_text(ini.read_text().replace("provider = none", "provider = ollama"))
+    again = bld(folder, "scan", "shop")
+    assert again.returncode == 0, again.stderr
+    output = again.stdout.splitlines()
+    assert "0 indexed, 2 unchanged" in output[0]
+    [vectors] = [line for line in output if line.startswith("shop: vectors done — ")]
+    assert ", 0 pending" in vectors
+    lines = bld(folder, "status", "shop").stdout.splitlines()
+    assert lines[1].endswith("model ollama nomic-embed-text:v1.5 (768-d)")
+    assert not any("vectors" in line for line in lines)
+
 
 # Runs the CLI's commands in one interpreter, then names the embedding runtimes it imported.
 NO_MODEL_LOADED = """
