@@ -50,7 +50,7 @@ from indexer.errors import InvalidArgument  # noqa: E402
 from indexer.project import Project  # noqa: E402
 from indexer.search import search_code  # noqa: E402
 from indexer.status import project_status  # noqa: E402
-from indexer.sweep import sweep_project  # noqa: E402
+from indexer.sweep import apply_changes, sweep_project  # noqa: E402
 from indexer.sweep.run import DEFER_VECTORS_FILES  # noqa: E402
 from indexer.sweep.vectors import embed_pending  # noqa: E402
 from rag_server.app import create_app  # noqa: E402
@@ -203,6 +203,18 @@ def test_vector_mode_without_a_model_says_vectors_are_off(
     hybrid = search_code(database, project, None, "invoice number")
     keyword = search_code(database, project, None, "invoice number", mode="keyword")
     assert hybrid and [ranked(h) for h in hybrid] == [ranked(h) for h in keyword]
+
+
+def test_file_events_apply_with_no_model(project: Project, database: Database) -> None:
+    # What the watcher applies between sweeps: the edited file's rows, and no vector.
+    sweep_project(database, project, None)
+    target = project.roots[0].path / "handlers" / "h1.py"
+    target.write_text("def handler_one(request):\n    return request.reply(1)\n")
+    report = apply_changes(database, project, None, {"free": ["handlers/h1.py"]})
+    assert report is not None and report.files_changed == 1 and report.vectors_deferred == 0
+    hits = search_code(database, project, None, "handler_one")
+    assert hits[0].path == "handlers/h1.py" and hits[0].symbol == "handler_one"
+    assert not any(vectors_of(database, project).values())
 
 
 def ranked(hit: Any) -> tuple[str, int, int, float]:
