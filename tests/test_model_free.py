@@ -136,8 +136,15 @@ async def every_tool(url: str) -> dict[str, Any]:
 def test_a_model_free_project_is_swept_and_served_with_every_tool(
     work_dir: Path, project: Project, ollama_standin: OllamaStandin, database: Database
 ) -> None:
+    group = f"{project.name}_all"
     settings = model_free(
-        server_settings(work_dir, {project.name: project}, ollama_standin, database.dsn),
+        server_settings(
+            work_dir,
+            {project.name: project},
+            ollama_standin,
+            database.dsn,
+            groups={group: (project.name,)},
+        ),
         ollama_standin,
     )
     # No embedder is given: the app makes what the settings ask for, which is none. The
@@ -173,6 +180,11 @@ def test_a_model_free_project_is_swept_and_served_with_every_tool(
         # A name is found by its definition, as the hybrid's keyword side finds it.
         named = call(served, name, "search_code", {"query": "handler_7"})
         assert named["hits"][0]["path"] == "handlers/h7.py"
+
+        # A group's endpoint (a group of this one project here) says the same.
+        together = call(served, group, "index_status", {})
+        assert together["vectors"] == "off" and together["project"] == name
+        assert call(served, group, "search_code", {"query": "invoice number"})["vectors"] == "off"
 
         # The admin endpoint's status (what `./bld status --server` prints) says the same.
         admin = served.http.post(
