@@ -185,6 +185,8 @@ def part_query(folder: Path, samples: int) -> None:
 
     settings = load_settings(folder / "application.ini")
     embedder = make_settings_embedder(settings)
+    if embedder is None:
+        raise SystemExit("this bench measures a model: set [embedding] provider = local")
     embedder.embed_query("warm up")
 
     def p(values: list[float], q: float) -> float:

@@ -1,6 +1,8 @@
 """A project's status as read from the database: what `./bld status`, the admin `status` call
 and the `index_status` tool all show. Works whether or not a server runs; what only a running
-server knows (next scheduled sweep) is added by the server."""
+server knows (next scheduled sweep) is added by the server. Model-free (`provider = none`), the
+status says so: `embedding` is `{"provider": "none"}`, `vectors` is "off", nothing is pending,
+and the model of any vectors kept from before is `kept_embedding`."""
 
 from __future__ import annotations
 
@@ -9,7 +11,8 @@ from typing import Any
 
 from chunkers import CHUNKER_VERSION
 from indexer.clock import iso
-from indexer.db import Conn, Schema, store
+from indexer.db import Conn, PendingCounts, Schema, store
+from indexer.embed import PROVIDER_NONE
 from indexer.project import ROOT_EMPTY, Project, Root, root_problem
 
 MAX_FAILURES = 20
@@ -59,7 +62,13 @@ class ProjectStatus:
     # Written without their vectors, which follow in the background (`sweep.vectors`):
     # keyword, symbol and exact-text search see them, the vector side not yet.
     vectors_pending: int = 0
-    vectors_ready: float = 1.0  # the share of the index's vectors that are in
+    # The share of the index's vectors that are in; None when vectors are off (model-free).
+    vectors_ready: float | None = 1.0
+    # "on": search ranks by meaning too; "off": model-free, keyword and names only.
+    vectors: str = "on"
+    # Model-free: the model whose vectors the index keeps from before (unused until that
+    # model is configured again), or None.
+    kept_embedding: dict[str, Any] | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
@@ -96,13 +105,20 @@ def repo_status(root: Root, files: int, chunks: int) -> RepoStatus:
     return RepoStatus(root.name, str(root.path), files, chunks, problem is None, problem)
 
 
-def project_status(conn: Conn, project: Project) -> ProjectStatus:
-    """Everything the database knows about one configured project."""
+MODEL_FREE: dict[str, Any] = {"provider": PROVIDER_NONE}
+
+
+def project_status(conn: Conn, project: Project, *, model_free: bool = False) -> ProjectStatus:
+    """Everything the database knows about one configured project; `model_free`: as served
+    with no model (vectors off)."""
     schema = Schema(project.name)
     running = store.sweep_running(conn, schema)
+    off: dict[str, Any] = (
+        {"embedding": MODEL_FREE, "vectors": "off", "vectors_ready": None} if model_free else {}
+    )
     if not store.project_exists(conn, schema):
         repos = tuple(repo_status(r, 0, 0) for r in project.roots)
-        return ProjectStatus(project.name, indexed=False, repos=repos, sweep_running=running)
+        return ProjectStatus(project.name, indexed=False, repos=repos, sweep_running=running, **off)
     summary = store.summary(conn, schema)
     counts = {c.repo: c for c in store.repo_counts(conn, schema)}
     repos = tuple(
@@ -120,7 +136,13 @@ def project_status(conn: Conn, project: Project) -> ProjectStatus:
     )
     meta = store.all_meta(conn, schema)
     chunker_version = meta.get("chunker_version")
-    pending = store.pending_counts(conn, schema, of_all=True)
+    if model_free:
+        pending = PendingCounts()  # nothing waits: no vector is wanted
+        if meta.get("embedding") and store.has_vectors(conn, schema):
+            off["kept_embedding"] = meta["embedding"]
+    else:
+        pending = store.pending_counts(conn, schema, of_all=True)
+        off = {"embedding": meta.get("embedding"), "vectors_ready": pending.ready_share}
     return ProjectStatus(
         project=project.name,
         indexed=True,
@@ -132,9 +154,8 @@ def project_status(conn: Conn, project: Project) -> ProjectStatus:
         last_sweep=_sweep_summary(records[0]) if records else None,
         sweep_running=running,
         failures=failures,
-        embedding=meta.get("embedding"),
         chunker_version=chunker_version,
         stale_chunker=chunker_version is not None and chunker_version != CHUNKER_VERSION,
         vectors_pending=pending.total,
-        vectors_ready=pending.ready_share,
+        **off,
     )

@@ -292,6 +292,11 @@ def create_app(
                 projects_file.start()  # after the scheduler and watchers: they follow it
             if not indexing:
                 log.info("read replica: answering from the database, never sweeping it")
+            if model is None:
+                log.info(
+                    "model-free ([embedding] provider = none): nothing is embedded; search "
+                    "ranks by keywords, exact names and verbatim identifiers"
+                )
             yield
         finally:
             if projects_file is not None:
@@ -301,7 +306,7 @@ def create_app(
             if scheduler is not None:
                 scheduler.shutdown()
             await anyio.to_thread.run_sync(service.close)
-            if embedder is None:
+            if embedder is None and model is not None:
                 model.close()
             if database is None:
                 db.close()

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from indexer.embed import DEFAULT_OLLAMA_HOST, DEFAULT_PROVIDER, PROVIDERS
+from indexer.embed import DEFAULT_OLLAMA_HOST, DEFAULT_PROVIDER, PROVIDER_NONE, PROVIDERS
 from indexer.errors import ConfigError, ProjectNotFound
 from indexer.project import Project, Root, project_name_problem
 from indexer.search import DEFAULT_EF_SEARCH
@@ -71,6 +71,12 @@ class EmbeddingSettings:
     model: str = ""  # empty: the provider's default model
     host: str = DEFAULT_OLLAMA_HOST
     threads: int = DEFAULT_EMBEDDING_THREADS
+
+    @property
+    def model_free(self) -> bool:
+        """provider = none: no model is loaded or asked, nothing is embedded; search answers
+        from keywords and names."""
+        return self.provider == PROVIDER_NONE
 
 
 @dataclass(frozen=True)
@@ -538,11 +544,14 @@ def endpoint_projects(settings: Settings, name: str) -> list[Project]:
     return [settings.projects[m] for m in members]
 
 
-def make_settings_embedder(settings: Settings) -> Embedder:
-    """The embedder the settings ask for (not yet loaded or contacted)."""
+def make_settings_embedder(settings: Settings) -> Embedder | None:
+    """The embedder the settings ask for (not yet loaded or contacted); None when they ask
+    for none (model-free)."""
+    emb = settings.embedding
+    if emb.model_free:
+        return None
     from indexer.embed import make_embedder
 
-    emb = settings.embedding
     options: dict[str, Any] = {}
     if emb.provider == "local" and emb.threads:
         options["threads"] = emb.threads

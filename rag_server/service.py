@@ -6,7 +6,8 @@ sweep per project runs in this process (`sweep` refuses a second with `SweepRunn
 advisory lock inside `sweep_project` extends that guarantee to other processes such as
 `./bld scan`. What a sweep did is remembered per project (`last_run`) for `status`. A sweep of
 many files writes rows first; their vectors follow in the background (`vectors.VectorWorker`,
-queued after every sweep and, at startup, for the projects with vectors pending).
+queued after every sweep and, at startup, for the projects with vectors pending). With no
+embedder (`provider = none`, model-free) nothing is embedded or pending: sweeps write rows only.
 
 The service owns the configuration it serves (`settings`, one immutable value replaced whole):
 `apply` swaps in a new one — the projects file read anew — and tells the scheduler and the
@@ -170,7 +171,7 @@ def new_run_id() -> str:
 class Service:
     """Everything a request or a job needs, opened once in the app's lifespan."""
 
-    def __init__(self, settings: Settings, database: Database, embedder: Embedder) -> None:
+    def __init__(self, settings: Settings, database: Database, embedder: Embedder | None) -> None:
         self.settings = settings
         self.db = database
         self.embedder = embedder
@@ -200,6 +201,11 @@ class Service:
     def projects(self) -> dict[str, Project]:
         """The projects served now (read-only: `apply` replaces the configuration whole)."""
         return self.settings.projects
+
+    @property
+    def model_free(self) -> bool:
+        """No model (`provider = none`): vectors are off, search ranks by keywords and names."""
+        return self.embedder is None
 
     @property
     def indexing(self) -> bool:
@@ -428,7 +434,9 @@ class Service:
         """How many of the project's vectors are pending (with the totals when some are),
         read at most once every PENDING_TTL_S per project: searches ask on every call. A
         database that fails to say counts as nothing pending (the search it serves already
-        has its hits)."""
+        has its hits). Model-free, nothing is pending."""
+        if self.model_free:
+            return PendingCounts()
         at = time.monotonic()
         with self._lock:
             cached = self._pending.get(name)
@@ -461,7 +469,9 @@ class Service:
 
     def queue_pending_vectors(self) -> None:
         """Queue every project whose index has vectors pending (a previous process stopped
-        before they were all in)."""
+        before they were all in); model-free, none is."""
+        if self.model_free:
+            return
         for name in self.projects:
             try:
                 with self.db.reading(f"reading the index of {name}") as conn:
@@ -488,7 +498,7 @@ class Service:
         """What the database knows of one project (see `indexer.status`)."""
         project = self.project(name)
         with self.db.reading(f"reading the status of {name}") as conn:
-            return project_status(conn, project)
+            return project_status(conn, project, model_free=self.model_free)
 
     def status(self, name: str) -> dict[str, Any]:
         """What `./bld status` shows for one project, plus what only the server knows:

@@ -6,7 +6,8 @@ at a time (the model has the machine's cores to itself that way), while every to
 A project is queued after each of its sweeps and, at startup, when it has vectors pending (a
 restart picks up where the last process stopped: what is pending is read from the database).
 What the thread does is in each project's status: running, vectors per second, an estimate of
-the time left, and how its last run ended.
+the time left, and how its last run ended. With no embedder (model-free) there is nothing to
+embed: the worker takes no project and starts no thread.
 """
 
 from __future__ import annotations
@@ -29,7 +30,9 @@ log = logging.getLogger("code_rag.vectors")
 class VectorWorker:
     """One background thread that embeds the pending vectors of the projects queued to it."""
 
-    def __init__(self, db: Database, embedder: Embedder, project: Callable[[str], Project]) -> None:
+    def __init__(
+        self, db: Database, embedder: Embedder | None, project: Callable[[str], Project]
+    ) -> None:
         self.db = db
         self.embedder = embedder
         self.project = project
@@ -45,7 +48,7 @@ class VectorWorker:
         """Embed `name`'s pending vectors soon (at once when nothing else is being embedded;
         a project queued twice runs once, a project running is run again after)."""
         with self._lock:
-            if self._stop.is_set():
+            if self._stop.is_set() or self.embedder is None:
                 return
             if name not in self._queue:
                 self._queue.append(name)
@@ -72,6 +75,7 @@ class VectorWorker:
                     return
                 name = self._queue.pop(0)
                 self._running = name
+            assert self.embedder is not None  # nothing is queued without one
             try:
                 report = embed_pending(
                     self.db,

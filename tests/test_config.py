@@ -155,7 +155,8 @@ def test_unknown_key_and_section(tmp_path: Path) -> None:
 def test_bad_provider(tmp_path: Path) -> None:
     path = write(tmp_path, "[embedding]\nprovider = openai\n")
     assert error_of(path) == (
-        f"{path}: [embedding] provider = 'openai' is not valid: expected one of: local, ollama"
+        f"{path}: [embedding] provider = 'openai' is not valid: "
+        "expected one of: local, ollama, none"
     )
 
 

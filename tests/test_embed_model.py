@@ -109,8 +109,15 @@ def test_prefixes_per_model() -> None:
 
 
 def test_unknown_provider_is_a_config_error() -> None:
-    with pytest.raises(ConfigError, match="provider = local or provider = ollama"):
+    # The message lists every provider, the model-free one included.
+    with pytest.raises(ConfigError, match="provider = local, provider = ollama or provider = none"):
         make_embedder("openai", None, None)
+
+
+def test_no_embedder_is_made_for_the_model_free_provider() -> None:
+    # provider = none has no embedder: asking the factory for one says what to pass instead.
+    with pytest.raises(ConfigError, match="provider = none runs without a model"):
+        make_embedder("none")
 
 
 def test_require_all_names_refused_inputs() -> None:

@@ -163,6 +163,32 @@ def test_up_sweeps_serves_and_prints_the_claude_line(
     assert up.stop() == 0
 
 
+def test_up_model_free_sweeps_and_serves_with_no_model(
+    work_dir: Path, ollama_standin: OllamaStandin, running: list[Up]
+) -> None:
+    # provider = none: `up` says so, sweeps rows only and serves keyword and name search; the
+    # stand-in named as the host must see no request at all.
+    make_tree(work_dir / "shop", SHOP_FILES)
+    port = free_port()
+    (work_dir / "application.ini").write_text(
+        f"[server]\nport = {port}\n\n[embedding]\nprovider = none\nhost = {ollama_standin.url}\n",
+        encoding="utf-8",
+    )
+    (work_dir / "rag-projects.json").write_text(
+        '{"projects": {"shop": {"roots": ["shop"]}}}', encoding="utf-8"
+    )
+    up = Up(work_dir)
+    running.append(up)
+    _, url, token = up.wait_for(CLAUDE_LINE, timeout=120).groups()
+    output = "\n".join(up.lines)
+    assert "embedding: none (model-free" in output and "sweeping shop" in output
+    wait_until_served(url, token)
+    found = search(url, token, "invoice number")
+    assert found["hits"][0]["path"] == "billing/invoice.py" and found["vectors"] == "off"
+    assert up.stop() == 0
+    assert ollama_standin.embedding_calls == 0 and ollama_standin.show_requests == 0
+
+
 @pytest.mark.slow
 def test_up_on_a_fresh_folder_writes_the_demo_config_and_serves_it(
     work_dir: Path, running: list[Up]

@@ -155,7 +155,9 @@ def set_embedding_dimension(conn: Conn, schema: Schema, dim: int) -> bool:
     A different dimension than before deletes every file row (and, by cascade, every chunk and
     symbol) first, so vectors of two models never mix; returns True when it did so. A column
     still untyped beside a typed one (a project from before definitions had vectors: they have
-    none yet) is typed alone.
+    none yet) is typed alone. Rows none of which holds a vector (an index written with no
+    model) have nothing to mix: they stay, retyped, and the graphs wait until their vectors are
+    in (`build_vector_indexes`), as for a first index written rows first.
     """
     if not isinstance(dim, int) or not 1 <= dim <= 16000:
         raise ValueError(f"an embedding dimension must be 1..16000, got {dim!r}")
@@ -165,10 +167,12 @@ def set_embedding_dimension(conn: Conn, schema: Schema, dim: int) -> bool:
     if all(d == dim for d in current.values()):
         build_bulk_indexes(conn, schema)  # a sweep killed during a bulk load left none
         return False
+    model_free_rows = chunk_count(conn, schema) > 0 and not has_vectors(conn, schema)
     with conn.transaction():
         if current["rag_chunk"] != dim:
             conn.execute(schema.sql(statements.DROP_HNSW))
-            conn.execute(schema.sql(statements.DELETE_ALL_FILES))
+            if not model_free_rows:
+                conn.execute(schema.sql(statements.DELETE_ALL_FILES))
         conn.execute(schema.sql(statements.DROP_SYMBOL_HNSW))
         for table, d in current.items():
             if d != dim:
@@ -179,9 +183,10 @@ def set_embedding_dimension(conn: Conn, schema: Schema, dim: int) -> bool:
                         dim=pgsql.Literal(dim),
                     )
                 )
-        for step in (statements.CREATE_HNSW, statements.CREATE_SYMBOL_HNSW):
-            conn.execute(schema.sql(step))
-    return current["rag_chunk"] not in (None, dim)
+        if not model_free_rows:
+            for step in (statements.CREATE_HNSW, statements.CREATE_SYMBOL_HNSW):
+                conn.execute(schema.sql(step))
+    return current["rag_chunk"] not in (None, dim) and not model_free_rows
 
 
 def drop_bulk_indexes(conn: Conn, schema: Schema, secondary: bool = True) -> None:

@@ -20,7 +20,9 @@ from indexer.errors import EmbeddingRefused, InvalidArgument, ModelMismatch
 
 PROVIDER_LOCAL = "local"
 PROVIDER_OLLAMA = "ollama"
-PROVIDERS = (PROVIDER_LOCAL, PROVIDER_OLLAMA)
+# No model at all: keyword, names and navigation only; nothing is embedded, no vector is read.
+PROVIDER_NONE = "none"
+PROVIDERS = (PROVIDER_LOCAL, PROVIDER_OLLAMA, PROVIDER_NONE)
 DEFAULT_PROVIDER = PROVIDER_LOCAL
 DEFAULT_OLLAMA_HOST = "http://127.0.0.1:11434"
 

@@ -7,7 +7,9 @@ that are not code — tests, docs, examples — count for less unless the query 
 `roles.py`). A query that names a symbol exactly puts that definition first. A file is one
 hit, at its best chunk, its other matches folded into it as `also` ranges (or, `by_file=False`,
 a hit per chunk). Results are pointers — path, lines, symbol, score, a short snippet — never
-whole files.
+whole files. With no embedder (model-free) the hybrid is its keyword side: keyword, exact-name
+and verbatim-identifier lists fused and lifted as ever, with no vector list, which is what a
+first index serves before its vectors.
 """
 
 from __future__ import annotations
@@ -114,7 +116,8 @@ def search_code(
     by_file: bool = True,
 ) -> list[SearchHit]:
     """Ranked hits for `query` in `project` (or over several projects, a group, as one index:
-    `parts.py`); `mode` is hybrid, vector or keyword. `by_file` (the default): one hit per
+    `parts.py`); `mode` is hybrid, vector or keyword; with no `embedder` (model-free) hybrid
+    ranks as keyword and vector is refused. `by_file` (the default): one hit per
     file, at its best chunk, with the file's further chunks that a search by chunk would have
     shown as `also` ranges; without it, a hit per chunk. Every hit names its project.
 
@@ -125,6 +128,8 @@ def search_code(
     read committed data: a chunk a concurrent sweep removed in between is skipped.
     """
     query = _checked_query(query, top_k, mode, embedder)
+    if embedder is None:
+        mode = "keyword"
     projects = [project] if isinstance(project, Project) else list(project)
     lists = _Lists(
         db,
@@ -230,8 +235,13 @@ def _checked_query(query: str, top_k: int, mode: str, embedder: Embedder | None)
         raise InvalidArgument(f"top_k must be an integer from 1 to {MAX_TOP_K}, got {top_k!r}")
     if mode not in MODES:
         raise InvalidArgument(f"mode must be hybrid, vector or keyword, got {mode!r}")
-    if mode != "keyword" and embedder is None:
-        raise InvalidArgument("vector search needs an embedder")
+    if mode == "vector" and embedder is None:
+        raise InvalidArgument(
+            "vectors are off: this index is searched without a model ([embedding] provider = "
+            "none), so there is no vector search; use mode hybrid or keyword, or set provider "
+            "= local (or ollama) in application.ini and restart the server, which then embeds "
+            "the indexed chunks in the background"
+        )
     return query.strip()
 
 

@@ -55,6 +55,7 @@ class SweepReport:
     definitions_embedded: int = 0  # definitions no chunk speaks for, embedded alone
     cache_hits: int = 0
     vectors_deferred: int = 0  # texts written without their vectors, embedded afterwards
+    model_free: bool = False  # swept with no embedder: rows only, no vector wanted
     embed_requests: int = 0
     embed_retries: int = 0
     embed_truncated: int = 0

@@ -10,6 +10,8 @@ which the next sweep redoes); a failing file is recorded with its reason and ret
 sweep, never taking its neighbours down; vectors of two models never mix. Preparation (read,
 hash, chunk, cache look-up) runs in a thread ahead of embedding, so the embedder stays busy;
 with many files and more than one free core, that thread hands the parsing to worker processes.
+With no embedder (model-free, `provider = none`) a sweep writes rows only, records no model and
+embeds nothing: vectors a model stored earlier are kept, untouched.
 
 Two write paths, chosen by the amount of work: a few changed files go in one by one, each in a
 savepoint; a bulk load (many new files, at least as many as the index holds) drops the
@@ -82,7 +84,7 @@ class _Sweep:
         db: Database,
         conn: Conn,
         project: Project,
-        embedder: Embedder,
+        embedder: Embedder | None,
         options: SweepOptions,
         report: SweepReport,
         progress: ProgressCallback | None,
@@ -99,13 +101,16 @@ class _Sweep:
         self.started = time.perf_counter()
         self.redo = False  # every file is re-chunked (full sweep, new model or chunker)
         # The key of this model's vectors in the cache every project shares (None: no cache).
-        self.shared = embedder.identity.cache_key if db.shared_cache else None
+        self.shared = embedder.identity.cache_key if db.shared_cache and embedder else None
         self.writer = Writer(conn, self.schema, embedder, report, shared=self.shared)
+        report.model_free = embedder is None
 
     # -- model bookkeeping -------------------------------------------------------------------
 
     def prepare_index(self, full: bool) -> bool:
         """Make the index ready for this embedder; return True when every file must be redone."""
+        if self.embedder is None:
+            return self._prepare_model_free(full)
         identity: EmbeddingModel = self.embedder.identity
         conn = self.conn
         recorded_raw = store.get_meta(conn, self.schema, "embedding")
@@ -132,6 +137,21 @@ class _Sweep:
             # a sweep stopped half-way leaves the old version, and the next one redoes the rest.
             if store.get_meta(conn, self.schema, "chunker_version") != CHUNKER_VERSION:
                 redo = True
+        conn.commit()
+        return redo
+
+    def _prepare_model_free(self, full: bool) -> bool:
+        """`prepare_index` with no model: nothing is recorded or typed, the vectors a model
+        stored earlier stay as they are (unused; that model takes them up again, another one
+        re-embeds), and the indexes a bulk load killed mid-way left missing are built."""
+        conn = self.conn
+        with conn.transaction():
+            if full:  # every row goes, the kept vectors too: no model is theirs any more
+                store.clear_project(conn, self.schema)
+                store.set_meta(conn, self.schema, "embedding", None)
+            # The vectors' graphs are left for a model: nothing searches them meanwhile.
+            store.build_bulk_indexes(conn, self.schema, vectors=False)
+        redo = full or store.get_meta(conn, self.schema, "chunker_version") != CHUNKER_VERSION
         conn.commit()
         return redo
 
@@ -179,6 +199,8 @@ class _Sweep:
         self.writer.bulk_load = bulk and self.options.bulk_load
         defer = self.options.defer_vectors
         self.writer.defer = len(todo) >= DEFER_VECTORS_FILES if defer is None else defer
+        if self.embedder is None:  # model-free: rows only, whatever their number
+            self.writer.defer = True
         if self.writer.defer and not bulk and not store.has_vectors(self.conn, self.schema):
             # A first index written rows first: its graphs are built once its vectors are in
             # (as after a bulk load, whose graphs are dropped above).
@@ -197,7 +219,7 @@ class _Sweep:
             store.build_bulk_indexes(
                 self.conn,
                 self.schema,
-                store.index_build_memory(chunks, self.embedder.identity.dimension),
+                store.index_build_memory(chunks, self._dimension()),
                 max(0, workers.free_cores() - 1),
                 vectors=not self.writer.defer,
             )
@@ -219,6 +241,9 @@ class _Sweep:
         if self.redo and not unavailable:  # an unavailable root's files were not chunked again
             self._chunked_with_this_version()
 
+    def _dimension(self) -> int:
+        return self.embedder.identity.dimension if self.embedder is not None else 0
+
     def _bulk(
         self,
         todo: list[tuple[Candidate, store.FileState | None]],
@@ -237,6 +262,8 @@ class _Sweep:
         recorded = store.get_meta(self.conn, self.schema, "embedding")
         chunker = store.get_meta(self.conn, self.schema, "chunker_version")
         self.conn.commit()
+        if self.embedder is None:  # model-free: whatever model the kept vectors are of
+            return chunker == CHUNKER_VERSION
         return (
             recorded is not None
             and chunker == CHUNKER_VERSION
@@ -403,14 +430,15 @@ class _Sweep:
 def sweep_project(
     db: Database,
     project: Project,
-    embedder: Embedder,
+    embedder: Embedder | None,
     options: SweepOptions = SweepOptions(),
     *,
     full: bool = False,
     wait: bool = False,
     progress: ProgressCallback | None = None,
 ) -> SweepReport:
-    """Sweep `project` now and return its report (also stored in `rag_sweep`).
+    """Sweep `project` now and return its report (also stored in `rag_sweep`). With no
+    `embedder` (model-free) the rows are written and nothing is embedded.
 
     Raises `SweepRunning` when another sweep of the project holds its lock (unless `wait`),
     and the `RagError` that stopped it when the whole sweep fails (embedder or database
@@ -454,7 +482,7 @@ def sweep_project(
 def apply_changes(
     db: Database,
     project: Project,
-    embedder: Embedder,
+    embedder: Embedder | None,
     changed: Mapping[str, Iterable[str]],
     options: SweepOptions = SweepOptions(),
 ) -> SweepReport | None:

@@ -18,7 +18,10 @@ embedder failing as a whole (unreachable, another model) ends the phase with the
 pending. One process embeds a project's pending vectors at a time (a lock of its own, not the
 sweep's: sweeps and file events go on meanwhile). A first index written rows first has no
 HNSW graphs yet (searches scan the vectors in so far): the run that leaves nothing pending
-builds them, once, as a bulk load does, instead of inserting every vector into a graph.
+builds them, once, as a bulk load does, instead of inserting every vector into a graph. An
+index written with no model (`provider = none`: rows only, no model recorded) is taken up the
+same way by the first model that embeds it: the model is recorded, the columns typed, and
+every row is pending.
 """
 
 from __future__ import annotations
@@ -214,12 +217,18 @@ class _Phase:
 
     def _same_model(self) -> bool:
         """Whether the index's vectors are this embedder's (a sweep with another model
-        re-embeds everything; until then nothing of this one may go in)."""
+        re-embeds everything; until then nothing of this one may go in). An index no model
+        has embedded yet (written model-free) becomes this model's."""
         recorded = store.get_meta(self.conn, self.schema, "embedding")
         self.conn.rollback()
-        if recorded is None or not needs_reembed(
-            EmbeddingModel.from_dict(recorded), self.embedder.identity
-        ):
+        identity = self.embedder.identity
+        if recorded is None:
+            with self.conn.transaction():
+                store.set_embedding_dimension(self.conn, self.schema, identity.dimension)
+                store.set_meta(self.conn, self.schema, "embedding", identity.to_dict())
+            self.conn.commit()
+            return True
+        if not needs_reembed(EmbeddingModel.from_dict(recorded), identity):
             return True
         self.report.outcome = "failed"
         self.report.error = (

@@ -7,7 +7,8 @@ with its reason (its previous rows kept), retried next sweep. An unexpected embe
 a batch is retried file by file, so one input the embedder cannot take costs its own file only.
 In a bulk load the batch's new files go in with one COPY per table (`bulk.load_files`); if the
 database refuses it, they go file by file. With `defer`, nothing is embedded: rows whose
-vectors are not stored yet go in without them, and `vectors.embed_pending` adds them.
+vectors are not stored yet go in without them, and `vectors.embed_pending` adds them. With no
+embedder (model-free) rows go in as with `defer`, and nothing is counted as left to embed.
 """
 
 from __future__ import annotations
@@ -46,7 +47,7 @@ class Writer:
         self,
         conn: Conn,
         schema: Schema,
-        embedder: Embedder,
+        embedder: Embedder | None,
         report: SweepReport,
         bulk_load: bool = False,
         defer: bool = False,
@@ -76,7 +77,9 @@ class Writer:
                         label += f" {chunk.symbol}"
                     wanted[h] = Wanted(embedding_text(chunk, f.candidate.path), label, definition)
         refused: dict[str, str] = {}
-        if wanted and self.defer:
+        if wanted and self.embedder is None:
+            pass  # model-free: no vector is wanted, now or later
+        elif wanted and self.defer:
             report.vectors_deferred += len(wanted)
         elif wanted:
             t = time.perf_counter()
@@ -106,6 +109,7 @@ class Writer:
     ) -> None:
         """Embed the texts of `keys`; their vectors into `vectors`, refusals into `refused`."""
         report = self.report
+        assert self.embedder is not None  # model-free batches embed nothing
         result = self.embedder.embed_documents(
             [wanted[k].text for k in keys], [wanted[k].label for k in keys]
         )

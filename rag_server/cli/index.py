@@ -96,6 +96,8 @@ def _sweep(db: Database, settings: Settings, projects: list[Project], full: bool
             for failure in report.failures[:20]:
                 typer.echo(f"  failed: {failure['repo']}/{failure['path']}: {failure['reason']}")
             failed = failed or bool(report.files_failed)
+            if embedder is None:  # model-free: rows only, nothing to embed
+                continue
             printer = VectorPrinter()
             vectors = embed_pending(db, project, embedder, progress=printer)
             printer.done()
@@ -107,7 +109,8 @@ def _sweep(db: Database, settings: Settings, projects: list[Project], full: bool
             if vectors.outcome == "failed":
                 raise RagError(f"{project.name}: {vectors.error}")
     finally:
-        embedder.close()
+        if embedder is not None:
+            embedder.close()
     return failed
 
 
@@ -162,7 +165,10 @@ def status(
         else:
             projects = select_projects(settings, project or "all")
             with open_database(settings) as db, db.reading("reading the status") as conn:
-                statuses = [project_status(conn, p).to_dict() for p in projects]
+                model_free = settings.embedding.model_free
+                statuses = [
+                    project_status(conn, p, model_free=model_free).to_dict() for p in projects
+                ]
         if as_json:
             typer.echo(json.dumps({"projects": statuses, **view}, indent=2))
             return

@@ -121,13 +121,17 @@ def describe_report(report: SweepReport) -> str:
         f"\n  root {r['repo']} unavailable ({r['reason']}): its files are kept"
         for r in report.roots_unavailable
     )
+    vectors = (
+        " (model-free: no vectors)"
+        if report.model_free
+        else f" ({report.chunks_embedded:,} embedded, {report.cache_hits:,} vectors from "
+        f"cache), {report.definitions_embedded:,} definitions embedded alone"
+    )
     return (
         f"{report.project}: {report.outcome} — {report.files_seen:,} files seen, "
         f"{report.files_changed:,} indexed, {report.files_unchanged:,} unchanged, "
         f"{report.files_deleted:,} deleted, {report.files_failed:,} failed, "
-        f"{skipped:,} skipped; {report.chunks_written:,} chunks written "
-        f"({report.chunks_embedded:,} embedded, {report.cache_hits:,} vectors from cache), "
-        f"{report.definitions_embedded:,} definitions embedded alone"
+        f"{skipped:,} skipped; {report.chunks_written:,} chunks written{vectors}"
         + (
             f", {report.vectors_deferred:,} texts left to embed after the rows"
             if report.vectors_deferred
@@ -135,6 +139,13 @@ def describe_report(report: SweepReport) -> str:
         )
         + f" in {total:.1f} s{rate}{unavailable}"
     )
+
+
+# What `up` says of a model-free configuration ([embedding] provider = none).
+MODEL_FREE_LINE = (
+    "embedding: none (model-free: search by keywords, exact names and verbatim identifiers; "
+    "vectors off)"
+)
 
 
 def _when(value: str | None) -> str:
@@ -148,9 +159,12 @@ def format_status(status: dict[str, Any]) -> list[str]:
     if not status.get("indexed"):
         lines.append(f"  not indexed yet: run ./bld scan {name}")
     model = status.get("embedding")
-    model_text = (
-        f"{model['provider']} {model['model']} ({model['dimension']}-d)" if model else "none yet"
-    )
+    if status.get("vectors") == "off":
+        model_text = "none (model-free: vectors off)"
+    elif model:
+        model_text = f"{model['provider']} {model['model']} ({model['dimension']}-d)"
+    else:
+        model_text = "none yet"
     lines.append(
         f"  files {status['files']:,}   chunks {status['chunks']:,}   "
         f"failed {status['failed_files']:,}   model {model_text}"
@@ -179,6 +193,17 @@ def format_status(status: dict[str, Any]) -> list[str]:
             lines.append(f"    error: {last['error']}")
         for warning in last.get("warnings") or ():
             lines.append(f"    warning: {warning}")
+    if status.get("vectors") == "off":
+        lines.append(
+            "  vectors: off — model-free ([embedding] provider = none): search ranks by "
+            "keywords and names; set provider = local or ollama to embed the index"
+        )
+        kept = status.get("kept_embedding")
+        if kept:
+            lines.append(
+                f"    kept from before, unused: vectors of {kept['provider']} {kept['model']} "
+                f"({kept['dimension']}-d)"
+            )
     pending = status.get("vectors_pending") or 0
     if pending:
         ready = status.get("vectors_ready")

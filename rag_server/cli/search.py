@@ -73,7 +73,8 @@ def search(
                 if budget is not None:
                     payload = search_result(db, targets, query, hits, budget)
         finally:
-            embedder.close()
+            if embedder is not None:
+                embedder.close()
     if budget is not None:
         typer.echo(json.dumps(payload, indent=2, ensure_ascii=False))
     else:

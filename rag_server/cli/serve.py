@@ -14,7 +14,7 @@ import typer
 from indexer.errors import RagError
 from indexer.sweep import sweep_project
 from rag_server.cli.common import ConfigOption, settings_from, user_errors
-from rag_server.cli.render import SweepPrinter, describe_report
+from rag_server.cli.render import MODEL_FREE_LINE, SweepPrinter, describe_report
 from rag_server.config import (
     Settings,
     default_config_path,
@@ -95,6 +95,8 @@ def serve(
         if not settings.projects:
             typer.echo(f"note: no projects in {settings.projects_path} yet (./bld init writes one)")
         _print_replica_line(settings)
+        if settings.embedding.model_free:
+            typer.echo(MODEL_FREE_LINE)
         _print_connect_lines(settings)
         _server_logging()
         serve_forever(settings)
@@ -146,8 +148,10 @@ def up(
                 f"{info.pgvector_version} ({kind}, {info.location})"
             )
         embedder = make_settings_embedder(settings)
-        model = embedder.identity
-        typer.echo(f"embedding: {model.describe()}")
+        if embedder is None:
+            typer.echo(MODEL_FREE_LINE)
+        else:
+            typer.echo(f"embedding: {embedder.identity.describe()}")
         for project in settings.projects.values():
             typer.echo(f"sweeping {project.name} ...")
             report = sweep_project(

@@ -199,6 +199,7 @@ def merge_repos(call: Call) -> dict[str, Any]:
         # The oldest: the group is as fresh as its least fresh project.
         "last_sweep_at": None if None in swept else min(swept),
         "vectors_pending": sum(r.get("vectors_pending") or 0 for r in results),
+        "vectors": "off" if call.service.model_free else "on",
         "repos": [repo for r in results for repo in r["repos"]],
     }
 
@@ -213,6 +214,7 @@ def merge_status(call: Call) -> dict[str, Any]:
         "sweep_running": any(r["sweep_running"] for r in results),
         "next_sweep_at": min(planned) if planned else None,
         "vectors_pending": sum(r.get("vectors_pending") or 0 for r in results),
+        "vectors": "off" if call.service.model_free else "on",
         "projects": results,
     }
 

@@ -20,6 +20,13 @@ GROUP_PROJECTS: dict[str, Any] = {
     "description": "on a group's endpoint: its projects (`project` is the group's name)",
 }
 
+VECTORS: dict[str, Any] = {
+    "type": "string",
+    "enum": ["on", "off"],
+    "description": "off: the server runs model-free ([embedding] provider = none): nothing is "
+    "embedded or pending, search_code ranks by keywords, exact names and verbatim identifiers",
+}
+
 LIST_REPOS_OUTPUT: dict[str, Any] = {
     "type": "object",
     "properties": {
@@ -32,6 +39,7 @@ LIST_REPOS_OUTPUT: dict[str, Any] = {
             "description": "chunks and definitions still waiting for their vectors (a first "
             "index embeds them in the background; keyword and name search see them already)",
         },
+        "vectors": VECTORS,
         "repos": {
             "type": "array",
             "items": {
@@ -74,8 +82,20 @@ INDEX_STATUS_OUTPUT: dict[str, Any] = {
             "waiting for them: search ranks them by keyword and name only until then",
         },
         "vectors_ready": {
-            "type": "number",
-            "description": "the share of the index's vectors that are in",
+            "type": ["number", "null"],
+            "description": "the share of the index's vectors that are in; null when vectors "
+            "are off",
+        },
+        "vectors": VECTORS,
+        "embedding": {
+            "type": ["object", "null"],
+            "description": "the model of the index's vectors (provider, model, dimension); "
+            '{"provider": "none"} when the server runs model-free',
+        },
+        "kept_embedding": {
+            "type": ["object", "null"],
+            "description": "model-free: the model whose vectors the index keeps from before, "
+            "unused until that model is configured again",
         },
         "vectors_running": {"type": "boolean"},
         "indexer": {
@@ -98,6 +118,7 @@ def list_repos_handler(
         "indexed": status.indexed,
         "last_sweep_at": status.last_sweep_at,
         "vectors_pending": status.vectors_pending,
+        "vectors": status.vectors,
         "repos": [
             {
                 "repo": r.repo,
@@ -133,8 +154,9 @@ INDEX_STATUS = ToolSpec(
     "index_status",
     "Index status",
     "Report the index of this project: files and chunks, the last and next sweep, "
-    "whether a sweep runs now, files that failed and why, the embedding model, and the "
-    "vectors still being embedded after a first sweep (how many, how fast, time left). "
+    "whether a sweep runs now, files that failed and why, the embedding model (or vectors "
+    "off: model-free), and the vectors still being embedded after a first sweep (how many, "
+    "how fast, time left). "
     "Check it when search_code finds nothing you expected.",
     NO_INPUT,
     INDEX_STATUS_OUTPUT,

@@ -148,6 +148,12 @@ SEARCH_OUTPUT: dict[str, Any] = {
             "index's chunks and definitions that have their vectors (keyword and exact-name "
             "matches already cover every file)",
         },
+        "vectors": {
+            "type": "string",
+            "enum": ["off"],
+            "description": "present when the server runs model-free ([embedding] provider = "
+            "none): hits are ranked by keywords, exact names and verbatim identifiers only",
+        },
     },
     "required": ["query", "hits", "truncated"],
 }
@@ -227,7 +233,14 @@ def search_over(
     fields: dict[str, Any] = {}
     notes = []
     pending = service.pending_vectors_of([p.name for p in projects])
-    if pending.total:
+    if service.model_free:
+        fields["vectors"] = "off"
+        notes.append(
+            "vectors are off (model-free: [embedding] provider = none): hits are ranked by "
+            "keywords, exact names and verbatim identifiers, not by meaning. Search with the "
+            "code's own words and names; find_symbol, grep and find_references work as ever."
+        )
+    elif pending.total:
         fields["vectors_ready"] = pending.ready_share
         notes.append(
             f"{pending.total:,} chunks and definitions ({1 - pending.ready_share:.0%} of the "

@@ -6,7 +6,8 @@ are the unpacked libraries (`bench/.cache/files/corpus/<library>`), each labelle
 library's name, so hits carry it as `repo` and `search_code(repo=...)` keeps a question in its
 library. Each run sweeps: an unchanged corpus is a walk with nothing to embed, a changed one
 embeds only what changed. A manifest beside the database records the corpus digest and the
-model of the last complete sweep.
+model of the last complete sweep. With no embedder (model-free) the index is a project of its
+own (`model_free_project`), swept to rows only.
 """
 
 from __future__ import annotations
@@ -58,6 +59,12 @@ def project_for(corpus: Corpus, model_dir: str | None = None, part: str = "") ->
     return Project(f"{name}_{part}" if part else name, roots)
 
 
+def model_free_project(corpus: Corpus) -> Project:
+    """The eval's project indexed with no model (rows only), beside the model's."""
+    roots = tuple(Root(corpus.root / lib.name, lib.name) for lib in corpus.libraries)
+    return Project(f"{PROJECT}_none", roots)
+
+
 def _progress(p: Any) -> None:
     if getattr(p, "phase", None) == "index" and p.files_total:
         rate = p.chunks_written / p.elapsed if p.elapsed else 0.0
@@ -73,9 +80,11 @@ def _progress(p: Any) -> None:
 def ensure_index(
     db: Database, project: Project, embedder: Any, corpus: Corpus, cache: Path
 ) -> dict:
-    """Sweep the corpus (a walk when unchanged) and return the manifest of the index."""
+    """Sweep the corpus (a walk when unchanged) and return the manifest of the index; with no
+    `embedder`, rows only."""
     path = cache / f"manifest-{project.name}.json"
-    wanted = {"corpus": corpus.digest, "model": embedder.identity.to_dict()}
+    model = None if embedder is None else embedder.identity.to_dict()
+    wanted = {"corpus": corpus.digest, "model": model}
     old = json.loads(path.read_text()) if path.is_file() else {}
     same = {k: old.get(k) for k in wanted} == wanted
     print(f"index {project.name}: {'checking' if same else 'sweeping'} ...", file=sys.stderr)
