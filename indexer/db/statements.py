@@ -421,6 +421,12 @@ SELECT id, started_at, finished_at, outcome, report
  ORDER BY id DESC
  LIMIT %(limit)s
 """
+# The disk a project's index takes: its tables with their indexes and TOAST data.
+SCHEMA_DISK_BYTES = """
+SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0)::bigint
+  FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+ WHERE n.nspname = %(name)s AND c.relkind IN ('r', 'm')
+"""
 TOUCH_FILE = """
 UPDATE {schema}.rag_file SET size = %(size)s, mtime_ns = %(mtime_ns)s WHERE id = %(id)s
 """
