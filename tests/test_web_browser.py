@@ -26,6 +26,7 @@ from server_fixtures import TOKEN, call
 from web_fixtures import FAILING_FILE, HOSTILE_FILES, RTL, Site, site
 
 from indexer.db import Database, Schema, store
+from rag_server.cli import develop
 
 __all__ = ["site"]
 
@@ -35,7 +36,7 @@ INSTALL = (
     "(Playwright comes with ./bld test's dev extra)"
 )
 SCREENSHOTS = os.environ.get("CODE_RAG_SCREENSHOTS")
-VIEWPORT = {"width": 1000, "height": 640}
+VIEWPORT = {"width": 960, "height": 600}
 # What a payload would have added to a page, were it not escaped.
 INJECTED = """() => {
   const found = [];
@@ -236,3 +237,20 @@ def test_hostile_files_render_inert(tab: Tab, site: Site) -> None:
         tab.assert_inert()
         visited += 1
     assert visited >= len(HOSTILE_FILES)
+
+
+def test_a_machine_without_chromium_is_told_in_one_line_what_to_install(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(develop, "CHROMIUM", "/nonexistent/chromium")
+    monkeypatch.setenv("PATH", "/nonexistent")
+    monkeypatch.delenv("CI", raising=False)
+    here = develop.browser_note()
+    monkeypatch.setenv("CI", "true")
+    in_ci = develop.browser_note()
+    for note in (here, in_ci):
+        assert note is not None and "\n" not in note and "apt-get install -y chromium" in note
+    assert here is not None and "skipped" in here
+    assert in_ci is not None and "fail" in in_ci
+    monkeypatch.setattr(develop, "CHROMIUM", __file__)  # a browser there: nothing to say
+    assert develop.browser_note() is None
