@@ -272,7 +272,8 @@ async def home(request: Request[Any, Any, Any]) -> Response[Any]:
     service = _service(request)
     names = viewer.endpoints(service.settings)
     rows = await anyio.to_thread.run_sync(views.overview, service, names)
-    refresh = REFRESH_SECONDS if any(r["running"] for r in rows) else None
+    working = any(r["running"] or (r["pending"] and service.indexing) for r in rows)
+    refresh = REFRESH_SECONDS if working else None
     return _page("home.html", _frame(request, viewer, rows=rows, refresh=refresh))
 
 
