@@ -30,6 +30,7 @@ HIDDEN = re.compile(
 )
 CSS_CLASS = "hl"
 STYLE = "friendly"
+CACHED_CHARS = 4000  # snippets and short definitions are kept highlighted; whole files never
 # Languages whose index name is not a Pygments alias.
 ALIASES = {"shell": "bash", "tsx": "tsx", "c_sharp": "csharp", "markdown": "markdown"}
 
@@ -59,11 +60,19 @@ _FORMATTER = HtmlFormatter(nowrap=True)
 
 def highlight(code: str, *, path: str = "", language: str | None = None, first: int = 1) -> Markup:
     """`code` (lines from `first` on) as highlighted HTML with line numbers: safe to insert."""
+    if len(code) > CACHED_CHARS:
+        return _highlighted.__wrapped__(code, path, language, max(first, 1))
+    return _highlighted(code, path, language, max(first, 1))
+
+
+# Lexing is most of a search page's own time (about a millisecond a snippet on a busy small
+# machine); the same snippets come back often, for the next query and the next person.
+@functools.lru_cache(maxsize=2048)
+def _highlighted(code: str, path: str, language: str | None, start: int) -> Markup:
     html = pygments_highlight(reveal(code), _lexer(language, path), _FORMATTER)
     lines = html.split("\n")
     if lines and not lines[-1]:
         lines.pop()
-    start = max(first, 1)
     width = len(str(start + len(lines) - 1))
     numbered = "\n".join(
         f'<span class="linenos">{n:>{width}}</span>{line}'
