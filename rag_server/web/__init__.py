@@ -18,11 +18,11 @@ from litestar.plugins.jinja import JinjaTemplateEngine
 from litestar.template.config import TemplateConfig
 from litestar.types import Scope
 
-from rag_server.web.highlight import reveal
+from rag_server.web.highlight import forget_highlights, reveal
 from rag_server.web.pages import router
 from rag_server.web.views import WEB_PATH
 
-__all__ = ["WEB_PATH", "is_page", "router", "template_config", "web_url"]
+__all__ = ["WEB_PATH", "forget_highlights", "is_page", "router", "template_config", "web_url"]
 
 
 def is_page(scope: Scope) -> bool:

@@ -74,6 +74,11 @@ def _highlighted(code: str, path: str, language: str | None, start: int) -> Mark
     return Markup(numbered)  # every piece of text escaped; the tags are ours
 
 
+def forget_highlights() -> None:
+    """Drop every snippet kept highlighted (a benchmark's cold start)."""
+    _highlighted.cache_clear()
+
+
 _ESCAPE = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;"})
 
 
