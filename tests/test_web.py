@@ -8,8 +8,9 @@ a guessed URL of another project is refused exactly as an unknown one; a revoke 
 session out at its next page; every answer carries the security headers and a CSP without
 script; the status shows the database's real counts, roots, sweeps, failures, model and size;
 the search box answers exactly what the tools answer, highlighted, with working links;
-hostile file names and contents are escaped and their hidden characters shown; a read replica
-serves the pages. (The same flows in a real browser: test_web_browser.py.)
+hostile file names and contents are escaped and their hidden characters shown; a failing
+database is said on the page (a made token's session then ends); a read replica serves the
+pages. (The same flows in a real browser: test_web_browser.py.)
 """
 
 from __future__ import annotations
@@ -20,15 +21,20 @@ import logging
 import re
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 from markupsafe import escape
+from ollama_standin import OllamaStandin
+from pg_proxy import PgProxy
 from server_fixtures import (
     SHOP_FILES,
     TOKEN,
     GatedEmbedder,
     call,
+    drop_projects,
+    index,
     make_project,
     running,
     server_settings,
@@ -336,8 +342,6 @@ def test_the_status_refreshes_itself_while_a_sweep_runs(site: Site, database: Da
             )
     finally:
         gated.gate.set()
-        from server_fixtures import drop_projects
-
         drop_projects(database, [name])
 
 
@@ -444,7 +448,43 @@ def test_hostile_names_and_contents_are_escaped_and_hidden_characters_shown(
     assert "{{ 7*7 }}" in shown and "&lt;script&gt;alert(12)" in shown  # shown as written
 
 
-# --- a read replica ----------------------------------------------------------------------
+# --- a failing database, a read replica -------------------------------------------------------
+
+
+def test_a_failing_database_is_said_on_the_page_and_ends_a_made_token_s_session(
+    database: Database, work_dir: Path
+) -> None:
+    proxy = PgProxy(database.dsn)
+    db = Database(proxy.dsn, work_dir, max_size=2, pool_timeout_s=1).open()
+    name = unique_name("wdown")
+    projects = {name: make_project(name, work_dir / "src", SHOP_FILES)}
+    with OllamaStandin() as standin:
+        index(db, projects[name], standin)
+        settings = server_settings(work_dir, projects, standin, proxy.dsn)
+        kept, token = auth.add_token(db, settings, name)
+        app = create_app(
+            settings, database=db, embedder=standin_embedder(standin), schedule=False, watch=False
+        )
+        try:
+            with (
+                running(app, settings) as served,
+                Browsing(served.server.base) as server,
+                Browsing(served.server.base) as holder,
+            ):
+                assert server.sign_in(TOKEN).status_code == 303
+                assert holder.sign_in(token).status_code == 303
+                assert holder.get(f"/web/p/{name}").status_code == 200
+                proxy.cut_on = b"rag_file"  # the database dies at every read of the index
+                down = server.get(f"/web/p/{name}")
+                assert down.status_code == 503 and 'class="error"' in down.text
+                assert "Traceback" not in down.text and proxy.cuts >= 1
+                proxy.cut_on = b"access_token"  # a made token can no longer be checked
+                assert holder.get(f"/web/p/{name}").status_code == 303
+        finally:
+            db.close()
+            proxy.close()
+            auth.revoke_token(database, kept.name)
+            drop_projects(database, [name])
 
 
 def test_a_read_replica_serves_the_pages(site: Site, database: Database) -> None:

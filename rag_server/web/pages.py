@@ -157,6 +157,10 @@ def _refused(request: Request[Any, Any, Any], viewer: Viewer) -> Template:
     return _page("refused.html", _frame(request, viewer, message=PAGE_REFUSED), 403)
 
 
+def _unavailable(request: Request[Any, Any, Any], viewer: Viewer, exc: RagError) -> Template:
+    return _page("refused.html", _frame(request, viewer, message=exc.message), 503)
+
+
 async def _open(request: Request[Any, Any, Any]) -> tuple[Viewer, Endpoint] | Response[Any]:
     """The viewer and the endpoint of an endpoint's page, or the answer that refuses it."""
     name = str(request.path_params["endpoint"])
@@ -271,7 +275,10 @@ async def home(request: Request[Any, Any, Any]) -> Response[Any]:
         return _to_sign_in()
     service = _service(request)
     names = viewer.endpoints(service.settings)
-    rows = await anyio.to_thread.run_sync(views.overview, service, names)
+    try:
+        rows = await anyio.to_thread.run_sync(views.overview, service, names)
+    except RagError as exc:  # the database away: say so, as the tools do
+        return _unavailable(request, viewer, exc)
     working = any(r["running"] or (r["pending"] and service.indexing) for r in rows)
     refresh = REFRESH_SECONDS if working else None
     return _page("home.html", _frame(request, viewer, rows=rows, refresh=refresh))
@@ -284,7 +291,10 @@ async def status(request: Request[Any, Any, Any]) -> Response[Any]:
         return opened
     viewer, found = opened
     service = _service(request)
-    projects = await anyio.to_thread.run_sync(views.endpoint_views, service, found)
+    try:
+        projects = await anyio.to_thread.run_sync(views.endpoint_views, service, found)
+    except RagError as exc:
+        return _unavailable(request, viewer, exc)
     refresh = REFRESH_SECONDS if any(p.busy for p in projects) else None
     context = _frame(
         request,
