@@ -4,13 +4,16 @@
                               one per group of projects
     POST /rag-admin           admin JSON-RPC: reindex, status
     GET/DELETE on either      405, Allow: POST (after the guard)
+    /web/...  (and /)         the web pages (`rag_server.web`): sign in with a token, status,
+                              search; they take the token at sign-in and a session after
 
 The guard runs before every route, in this order: a `Host` that is not loopback (DNS
 rebinding) and a present `Origin` that is not localhost are refused, then the token
 (`X-RAG-Token`, or `Authorization: Bearer`): the server token, compared in constant time, opens
 everything; any other must be a token made for a project or a group that covers the endpoint
-(`auth.py`). Every refusal is 403 with a JSON-RPC error body and no `WWW-Authenticate`: a 401
-would send Claude Code into OAuth discovery, which fails with a confusing message. A refused
+(`auth.py`); the pages (`web.is_page`) skip this last check and hold their own sign-in.
+Every refusal is 403 with a JSON-RPC error body and no `WWW-Authenticate`: a 401 would send
+Claude Code into OAuth discovery, which fails with a confusing message. A refused
 token gets one and the same answer whatever the reason, so it tells nothing about which projects
 exist or what a token is for. Paths that are no route (`/.well-known/*`, `/register`) never
 reach the guard and are plain 404s. The lifespan opens the database, the embedder and the
@@ -41,7 +44,7 @@ from litestar.types import ASGIApp, Receive, Scope, Send
 from indexer.db import Database, statements
 from indexer.embed import Embedder
 from indexer.errors import ConfigError, ProjectNotFound
-from rag_server import admin, auth, jsonrpc, mcp
+from rag_server import admin, auth, jsonrpc, mcp, web
 from rag_server.config import (
     ADMIN_PATH,
     MCP_PATH,
@@ -144,6 +147,9 @@ def guard(token: str, hosts: frozenset[str]) -> Callable[..., ASGIApp]:
             for raw_name, raw_value in scope["headers"]:
                 headers.setdefault(raw_name.decode("latin-1").lower(), raw_value.decode("latin-1"))
             problem = refusal(headers, hosts)
+            if problem is None and web.is_page(scope):
+                await app(scope, receive, send)  # the pages check their own session
+                return
             if problem is None:
                 given = presented_token(headers)
                 if is_server_token(given, token) or await auth.opens(scope, given):
@@ -312,8 +318,15 @@ def create_app(
                 db.close()
 
     return Litestar(
-        route_handlers=[mcp_endpoint, admin_endpoint, mcp_other_methods, admin_other_methods],
+        route_handlers=[
+            mcp_endpoint,
+            admin_endpoint,
+            mcp_other_methods,
+            admin_other_methods,
+            web.router(),
+        ],
         middleware=[guard(settings.server.token, allowed_hosts(settings))],
+        template_config=web.template_config(),
         lifespan=[lifespan],
         request_max_body_size=MAX_BODY_BYTES,
         openapi_config=None,

@@ -286,4 +286,5 @@ def test_up_on_a_replica_says_so_sweeps_nothing_and_serves(
         up.stop()
     assert not [line for line in up.lines if line.startswith("sweeping")]
     assert any(f"claude mcp add --transport http {name}" in line for line in up.lines)
+    assert any(f"Web pages: http://127.0.0.1:{port}/web/" in line for line in up.lines)
     assert not schema_exists(database.dsn, name)

@@ -160,6 +160,10 @@ def test_up_sweeps_serves_and_prints_the_claude_line(
     wait_until_served(url, token)
     hits = search(url, token, "invoice number")["hits"]
     assert hits and hits[0]["path"] == "billing/invoice.py"
+    # The web pages' address, printed, answers with the sign-in form.
+    pages = f"http://127.0.0.1:{port}/web/"
+    assert any(line.startswith(f"Web pages: {pages} ") for line in up.lines)
+    assert 'name="token"' in httpx.get(pages, follow_redirects=True, timeout=30).text
     assert up.stop() == 0
 
 

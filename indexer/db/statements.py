@@ -327,13 +327,14 @@ SELECT %(name)s::text AS name,
        (SELECT max(finished_at) FROM {schema}.rag_sweep) AS last_sweep_at,
        (SELECT count(*) FROM {schema}.rag_migration) AS schema_version
 """
+# A file's chunk_count is written with its chunks, in the same transaction (a failed file keeps
+# both): summing it reads the files alone, where joining the chunks took 0.2 s at 81k chunks.
 REPO_COUNTS = """
-SELECT f.repo, count(DISTINCT f.id) FILTER (WHERE f.sha256 <> '') AS files,
-       count(c.id) AS chunks
-  FROM {schema}.rag_file f
-  LEFT JOIN {schema}.rag_chunk c ON c.file_id = f.id
- GROUP BY f.repo
- ORDER BY f.repo
+SELECT repo, count(*) FILTER (WHERE sha256 <> '') AS files,
+       coalesce(sum(chunk_count), 0)::bigint AS chunks
+  FROM {schema}.rag_file
+ GROUP BY repo
+ ORDER BY repo
 """
 FAILED_FILES = """
 SELECT repo, path, error, error_at
@@ -420,6 +421,12 @@ SELECT id, started_at, finished_at, outcome, report
   FROM {schema}.rag_sweep
  ORDER BY id DESC
  LIMIT %(limit)s
+"""
+# The disk a project's index takes: its tables with their indexes and TOAST data.
+SCHEMA_DISK_BYTES = """
+SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0)::bigint
+  FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+ WHERE n.nspname = %(name)s AND c.relkind IN ('r', 'm')
 """
 TOUCH_FILE = """
 UPDATE {schema}.rag_file SET size = %(size)s, mtime_ns = %(mtime_ns)s WHERE id = %(id)s

@@ -660,3 +660,9 @@ def finish_sweep(
 
 def last_sweeps(conn: Conn, schema: Schema, limit: int = 1) -> list[SweepRecord]:
     return typed_rows(conn, SweepRecord, schema.sql(statements.LAST_SWEEPS), {"limit": limit})
+
+
+def disk_bytes(conn: Conn, schema: Schema) -> int:
+    """The bytes the project's tables and their indexes take on disk."""
+    row = conn.execute(statements.SCHEMA_DISK_BYTES, {"name": schema.name}).fetchone()
+    return int(row[0]) if row else 0

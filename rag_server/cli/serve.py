@@ -1,8 +1,8 @@
 """From nothing to a running server: `init` writes the configuration, `serve` serves it, and
 `up` does all at once (writes the configuration when there is none, sweeps every project with
 progress, then serves like `serve`); both servers print the exact `claude mcp add` line for
-each project, and say so when they are a read replica (`[indexer] enabled = false`), which
-answers from the database and never sweeps it."""
+each project and the address of the web pages, and say so when they are a read replica
+(`[indexer] enabled = false`), which answers from the database and never sweeps it."""
 
 from __future__ import annotations
 
@@ -21,6 +21,7 @@ from rag_server.config import (
     load_settings,
     make_settings_embedder,
     mcp_url,
+    server_url,
     sweep_options,
     write_initial_config,
 )
@@ -46,6 +47,7 @@ def _print_replica_line(settings: Settings) -> None:
 
 def _print_connect_lines(settings: Settings) -> None:
     from rag_server.app import exposure_warning
+    from rag_server.web import WEB_PATH
 
     warning = exposure_warning(settings.server.host)
     if warning is not None:
@@ -59,6 +61,8 @@ def _print_connect_lines(settings: Settings) -> None:
             f'--header "X-RAG-Token: {token}"'
         )
     typer.echo("Then `claude mcp list` shows it as connected. Ctrl-C stops the server.")
+    pages = server_url(settings, f"{WEB_PATH}/")
+    typer.echo(f"Web pages: {pages} (status and search in a browser; sign in with the token)")
     typer.echo(
         "That is the server's token, which opens everything: `./bld token add <project|group>` "
         "makes one that opens only that project or group."

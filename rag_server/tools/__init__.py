@@ -10,13 +10,15 @@ descriptions written for an agent) and handlers, and the toolbox that binds them
     toolbox.py     the tool list, and the tools bound to one endpoint
 """
 
+from rag_server.tools.group import answer
 from rag_server.tools.navigation import lines_result, outline_result, symbols_result
 from rag_server.tools.schemas import MIN_RESULT_CHARS, Budget, Detail
 from rag_server.tools.search import search_result
 from rag_server.tools.spec import ToolSpec, check_arguments
 from rag_server.tools.toolbox import TOOLS, TOOLS_BY_NAME, EndpointTools
 
-# The results of the tools that return code, for the CLI to print as the tools answer.
+# The results of the tools that return code, for the CLI to print as the tools answer; and
+# `answer`, a tool's structured result over an endpoint, for the web pages to show.
 __all__ = [
     "MIN_RESULT_CHARS",
     "TOOLS",
@@ -25,6 +27,7 @@ __all__ = [
     "Detail",
     "EndpointTools",
     "ToolSpec",
+    "answer",
     "check_arguments",
     "lines_result",
     "outline_result",
