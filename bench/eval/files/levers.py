@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.eval.files import questions as questions_module
-from bench.eval.files.corpus import CACHE, Corpus, ensure_corpus
+from bench.eval.files.corpus import CACHE, UNSEEN, Corpus, ensure_corpus
 from bench.eval.files.index import ensure_index, open_index, prepare_dirs, project_for
 from bench.eval.files.product import (
     Database,
@@ -52,11 +52,13 @@ LEVERS: dict[str, Ranking] = {
 }
 
 
-def rows_index(db: Database, corpus: Corpus) -> Project:
-    """The eval corpus swept rows first, its vectors never made: what a model-free index
-    (or a first index before its vectors) searches."""
-    base = project_for(corpus)
-    project = Project(ROWS_PROJECT, base.roots)
+def rows_index(db: Database, corpus: Corpus, unseen: bool) -> Project:
+    """The eval corpus's part (the unseen libraries, or the others) swept rows first, its
+    vectors never made: what a model-free index (or a first index before its vectors)
+    searches."""
+    part = corpus.part(unseen)
+    base = project_for(part)
+    project = Project(ROWS_PROJECT + ("_unseen" if unseen else ""), base.roots)
     print(f"index {project.name}: sweeping rows only ...", file=sys.stderr)
     report = sweep_project(db, project, _NoVectors(), SweepOptions(defer_vectors=True))
     analyze(db, project)
@@ -114,23 +116,29 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--cache", type=Path, default=CACHE)
     args = ap.parse_args(argv)
 
-    corpus, _ = ensure_corpus(args.cache)
+    whole, _ = ensure_corpus(args.cache)
     questions, problems = questions_module.load_questions()
     if problems:
         raise SystemExit("questions: " + "; ".join(problems))
+    splits = args.splits.split(",")
+    parts = sorted({split == UNSEEN for split in splits})
+    projects: dict[bool, Project] = {}
+    embedder: Any = None
     if args.mode == "keyword":
         db = open_database(prepare_dirs(args.cache))
-        project, embedder = rows_index(db, corpus), None
+        for unseen in parts:
+            projects[unseen] = rows_index(db, whole, unseen)
     else:
         db = open_index(args.cache)
         embedder = local_embedder()
-        project = project_for(corpus)
-        ensure_index(db, project, embedder, corpus, args.cache)
+        for unseen in parts:
+            corpus = whole.part(unseen)
+            projects[unseen] = project_for(corpus, None, UNSEEN if unseen else "")
+            ensure_index(db, projects[unseen], embedder, corpus, args.cache)
     levers = {name: LEVERS[name] for name in args.levers.split(",") if name}
     for spec in args.tries:
         name, _, fields = spec.partition(":")
         levers[name] = ranking_of(fields)
-    splits = args.splits.split(",")
     print(
         f"| lever ({args.mode}) | split | n | NDCG@10 | Hit@1 | Hit@5 | MRR | "
         "architecture | behaviour | symbol |"
@@ -141,6 +149,7 @@ def main(argv: list[str] | None = None) -> None:
             for split in splits:
                 chosen = [q for q in questions if q.split == split]
                 started = time.perf_counter()
+                project = projects[split == UNSEEN]
                 out = measure(db, project, embedder, chosen, ranking, args.mode)
                 a = out["all"]
                 kinds = " | ".join(
