@@ -447,8 +447,9 @@ def load_settings(config_path: Path | None = None, *, create_token: bool = True)
 CHECKOUT = Path(__file__).resolve().parent.parent
 INI_EXAMPLE = CHECKOUT / "application.ini.example"
 DEMO_PROJECT = "code_rag"
-# Source and docs only: the bundled model folder (a 0.5 MB tokenizer.json) is data, not code.
-DEMO_INCLUDE = ["README.md", "docs/**", "chunkers/*.py", "indexer/*.py", "rag_server/*.py"]
+# The product's source at any depth (chunkers' tree-sitter queries included) and its docs; of
+# indexer/ only the Python, as the bundled model folder (a 0.5 MB tokenizer.json) is data.
+DEMO_INCLUDE = ["README.md", "docs/**", "chunkers/**", "indexer/**/*.py", "rag_server/**"]
 
 
 def initial_files(config_path: Path) -> tuple[Path, Path]:

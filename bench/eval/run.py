@@ -65,7 +65,7 @@ from indexer.embed import (
     make_embedder,
 )
 from indexer.project import Project
-from indexer.search import candidates
+from indexer.search import candidates, parts
 from indexer.search.fusion import (
     DEFAULT_RANKING,
     Candidates,
@@ -122,6 +122,7 @@ def gather(
         g.keyword[name], g.keyword_scores[name], g.verbatim[name] = [], [], []
     ids: set[int] = set()
     schema = Schema(project.name)
+    part = parts.Part(0, schema, NO_FILTERS)
     deep = DEFAULT_RANKING.deep_enough(GATHER_DEPTH)
     for i, q in enumerate(queries, 1):
         with conn.transaction():
@@ -132,19 +133,16 @@ def gather(
                     conn, schema, vector, NO_FILTERS, deep, ef_search, iterative_scan=False
                 )
             )
-            exact = candidates.other_candidates(
-                conn, schema, q.text, NO_FILTERS, deep, keyword=False
-            ).exact
+            exact = parts.other_candidates(conn, [part], q.text, deep, keyword=False).exact
             g.vector.append(found)
             g.vector_scores.append(similarities)
             g.exact.append(exact)
             ids.update(found, exact)
             for name, variant in keyword_variants.items():
-                k = candidates.other_candidates(
+                k = parts.other_candidates(
                     conn,
-                    Schema((projects or {}).get(name, project).name),
+                    [parts.Part(0, Schema((projects or {}).get(name, project).name), NO_FILTERS)],
                     q.text,
-                    NO_FILTERS,
                     variant.deep_enough(GATHER_DEPTH),
                 )
                 g.keyword[name].append(k.keyword)

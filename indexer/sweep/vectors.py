@@ -32,9 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from chunkers import Chunk, embedding_text
-from chunkers.embedding import DEFINITION_CHARS
-from chunkers.pipeline import UNKNOWN_LANGUAGE
+from chunkers import DEFINITION_CHARS, UNKNOWN_LANGUAGE, Chunk, embedding_text
 from indexer.db import Conn, Database, Schema, store
 from indexer.db.rows import PendingChunk, PendingDefinition
 from indexer.embed import Embedder, EmbeddingModel, needs_reembed
