@@ -34,7 +34,7 @@ import psycopg
 
 from chunkers import CHUNKER_VERSION, ChunkerConfig
 from indexer import clock
-from indexer.db import Conn, Database, Schema, database_error, store
+from indexer.db import Conn, Database, Schema, database_error, embedding_cache, store
 from indexer.embed import Embedder, EmbeddingModel, needs_reembed, reembed_warning
 from indexer.errors import RagError, SweepRunning
 from indexer.project import ROOT_EMPTY, Project
@@ -137,9 +137,10 @@ class _Sweep:
 
     def _forget_model(self, old: EmbeddingModel) -> None:
         """Drop the shared cache's vectors of `old` once no project's index uses it."""
-        used = {EmbeddingModel.from_dict(m).cache_key for m in store.models_in_use(self.conn)}
+        in_use = embedding_cache.models_in_use(self.conn)
+        used = {EmbeddingModel.from_dict(m).cache_key for m in in_use}
         if old.cache_key not in used:
-            dropped = store.drop_shared_model(self.conn, old.cache_key)
+            dropped = embedding_cache.drop_shared_model(self.conn, old.cache_key)
             log.info("dropped %d cached vectors of %s: no project uses it", dropped, old.describe())
 
     def _chunked_with_this_version(self) -> None:
@@ -214,7 +215,7 @@ class _Sweep:
         self.conn.commit()
         report.add_time("delete", time.perf_counter() - t)
         if self.shared is not None and report.chunks_embedded + report.definitions_embedded:
-            store.trim_shared_cache(self.conn)
+            embedding_cache.trim_shared_cache(self.conn)
             self.conn.commit()
         if self.redo and not unavailable:  # an unavailable root's files were not chunked again
             self._chunked_with_this_version()
@@ -381,7 +382,7 @@ class _Sweep:
         cached = store.cached_embeddings(conn, self.schema, hashes)
         missing = [h for h in hashes if h not in cached]
         if self.shared is not None and missing:
-            cached.update(store.shared_vectors(conn, self.shared, missing))
+            cached.update(embedding_cache.shared_vectors(conn, self.shared, missing))
         conn.commit()
         self.report.add_time("cache_lookup", time.perf_counter() - t)
         return Batch(files, cached)

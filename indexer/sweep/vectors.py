@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 
 from chunkers import DEFINITION_CHARS, UNKNOWN_LANGUAGE, Chunk, embedding_text
-from indexer.db import Conn, Database, Schema, store
+from indexer.db import Conn, Database, Schema, embedding_cache, store
 from indexer.db.rows import PendingChunk, PendingDefinition
 from indexer.embed import Embedder, EmbeddingModel, needs_reembed
 from indexer.errors import RagError
@@ -185,7 +185,7 @@ class _Phase:
                 )
         report.pending = store.pending_counts(self.conn, self.schema).total
         if self.shared is not None and report.chunks_embedded + report.definitions_embedded:
-            store.trim_shared_cache(self.conn)
+            embedding_cache.trim_shared_cache(self.conn)
         self.conn.commit()
         if not report.pending:
             self._build_graphs()
@@ -262,7 +262,7 @@ class _Phase:
         vectors: dict[str, Any] = store.cached_embeddings(conn, schema, hashes)
         missing = [h for h in hashes if h not in vectors]
         if self.shared is not None and missing:
-            vectors.update(store.shared_vectors(conn, self.shared, missing))
+            vectors.update(embedding_cache.shared_vectors(conn, self.shared, missing))
         conn.commit()
         wanted: dict[str, _Input] = {}
         for i in inputs:
@@ -283,7 +283,7 @@ class _Phase:
         store.set_vectors(conn, schema, rows[False], rows[True])
         if self.shared is not None:
             made = {h: vectors[h] for h in sorted(wanted) if h in vectors}
-            store.share_vectors(conn, self.shared, made)
+            embedding_cache.share_vectors(conn, self.shared, made)
         conn.commit()
 
     def _embed(
