@@ -449,7 +449,7 @@ INI_EXAMPLE = CHECKOUT / "application.ini.example"
 DEMO_PROJECT = "code_rag"
 # The product's source at any depth (chunkers' tree-sitter queries included) and its docs; of
 # indexer/ only the Python, as the bundled model folder (a 0.5 MB tokenizer.json) is data.
-DEMO_INCLUDE = ["README.md", "docs/**", "chunkers/**", "indexer/**/*.py", "rag_server/**"]
+DEMO_INCLUDE = ["/README.md", "docs/**", "chunkers/**", "indexer/**/*.py", "rag_server/**"]
 
 
 def initial_files(config_path: Path) -> tuple[Path, Path]:

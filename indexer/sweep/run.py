@@ -27,26 +27,27 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 import psycopg
 
-from chunkers import CHUNKER_VERSION, ChunkerConfig
+from chunkers import CHUNKER_VERSION
 from indexer import clock
 from indexer.db import Conn, Database, Schema, database_error, embedding_cache, store
 from indexer.embed import Embedder, EmbeddingModel, needs_reembed, reembed_warning
 from indexer.errors import RagError, SweepRunning
 from indexer.project import ROOT_EMPTY, Project
 from indexer.sweep import workers
+from indexer.sweep.options import SweepOptions
 from indexer.sweep.prepare import Batch, Prepared, Preparer
 from indexer.sweep.report import ProgressCallback, SweepProgress, SweepReport
-from indexer.sweep.walk import Candidate, Walker, WalkOptions, storable
+from indexer.sweep.walk import Candidate, Walker, storable
 from indexer.sweep.write import Writer
 
 log = logging.getLogger("code_rag.sweep")
 
-DEFAULT_FILES_PER_COMMIT = 50
+DEFAULT_OPTIONS = SweepOptions()
+
 # At least this many new files, and at least as many as the index holds, are a bulk load: the
 # files go in with COPY and the secondary indexes are built once at the end.
 BULK_LOAD_FILES = 200
@@ -56,21 +57,6 @@ BULK_LOAD_FILES = 200
 DEFER_VECTORS_FILES = 20
 # After writing this many chunks the planner's term statistics are refreshed (keyword ranking).
 ANALYZE_AFTER_CHUNKS = 1000
-
-
-@dataclass(frozen=True)
-class SweepOptions:
-    files_per_commit: int = DEFAULT_FILES_PER_COMMIT
-    walk: WalkOptions = field(default_factory=WalkOptions)
-    chunker: ChunkerConfig = field(default_factory=ChunkerConfig)
-    # False: every file goes in one by one (the secondary indexes stay, HNSW and trigram ones
-    # are still rebuilt after a large first sweep).
-    bulk_load: bool = True
-    # Worker processes that parse files; None: one per free core when that pays, 0: none.
-    prepare_workers: int | None = None
-    # True: rows first, vectors afterwards (`vectors.embed_pending`); False: embedded as they
-    # are written; None: first when at least DEFER_VECTORS_FILES files are to be read.
-    defer_vectors: bool | None = None
 
 
 _DONE = object()
@@ -405,7 +391,7 @@ def sweep_project(
     db: Database,
     project: Project,
     embedder: Embedder,
-    options: SweepOptions = SweepOptions(),
+    options: SweepOptions = DEFAULT_OPTIONS,
     *,
     full: bool = False,
     wait: bool = False,
@@ -457,7 +443,7 @@ def apply_changes(
     project: Project,
     embedder: Embedder,
     changed: Mapping[str, Iterable[str]],
-    options: SweepOptions = SweepOptions(),
+    options: SweepOptions = DEFAULT_OPTIONS,
 ) -> SweepReport | None:
     """Index just the `changed` paths (repo -> paths relative to its root, as file events
     name them) through the sweep's own per-file path: the same lock (waited for), savepoints
