@@ -46,6 +46,7 @@ import httpx
 import numpy as np
 
 from bench import machine, served
+from bench.search_index import CACHE, PROJECT, SCHEMA, open_database
 from bench.sweep_bench import CORPUS, SITE, project
 from chunkers import embedding_text
 from chunkers.model import Chunk
@@ -65,9 +66,6 @@ from rag_server.config import SearchSettings
 
 HERE = Path(__file__).resolve().parent
 
-PROJECT = "bench_search"
-SCHEMA = Schema(PROJECT)
-CACHE = HERE / ".cache" / "search-100k"
 DEFAULT_TOKENS = 32
 NOISE_SIGMA = 0.0247  # |noise|^2 = 384 sigma^2 ≈ 0.23: cosine ≈ 0.9 to the copied vector
 
@@ -130,12 +128,6 @@ class FirstWindowEmbedder:
 
     def close(self) -> None:
         self.inner.close()
-
-
-def open_database(cache: Path) -> Database:
-    cache.mkdir(parents=True, exist_ok=True)
-    cache.chmod(0o755)  # the embedded server runs as its own user
-    return Database("", cache).open()
 
 
 def model_vectors(db: Database, limit: int = 20_000) -> tuple[int, np.ndarray]:

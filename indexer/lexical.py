@@ -6,8 +6,7 @@ underscores and hyphens) and, when it has several parts, the whole identifier jo
 separators, so all four spellings meet on `get`, `user`, `by`, `id` and `getuserbyid`.
 
 The query side drops English function words ("the", "of", "if") that carry no meaning in code
-search, and can widen a word to its crude stem as a prefix (`items` -> `item:*`), so "returns the
-parsed items" meets `parse_item`; the index side is never stemmed.
+search; neither side is stemmed.
 """
 
 from __future__ import annotations
@@ -31,9 +30,6 @@ _STOPWORD_TEXT = """a about above after again against all also am an and any are
     those through thus to too under until up upon very via was we were what when where whether
     which while who whom why will with would you your"""
 STOPWORDS = frozenset(_STOPWORD_TEXT.split())
-# Suffixes a crude English stemmer strips (longest first); the stem must keep 4+ letters.
-_SUFFIXES = ("ations", "ation", "ings", "ing", "ies", "ied", "es", "ed", "s")
-MIN_STEM_CHARS = 4
 
 
 def _humps(piece: str) -> list[str]:
@@ -91,43 +87,25 @@ def path_terms_text(path: str) -> str:
     return terms_text(path.replace("/", " ").replace(".", " "))
 
 
-def query_terms(query: str, *, stopwords: bool = True) -> list[str]:
+def query_terms(query: str) -> list[str]:
     """Distinct terms of a query, in order of first appearance, capped; function words are
     dropped unless nothing else is left (a query of only "is it" still searches)."""
     seen: dict[str, None] = {}
     for term in terms(query):
         seen.setdefault(term, None)
-    words = list(seen)
-    if stopwords:
-        words = [w for w in words if w not in STOPWORDS] or words
+    words = [w for w in seen if w not in STOPWORDS] or list(seen)
     return words[:MAX_QUERY_TERMS]
-
-
-def stem(word: str) -> str:
-    """A crude English stem for prefix matching: `parsed` -> `pars`, `entries` -> `entr`.
-
-    Only alphabetic words lose a suffix, and only when 4+ letters remain; `pars` then matches
-    `parse`, `parser` and `parsing` as a prefix.
-    """
-    if not word.isalpha():
-        return word
-    for suffix in _SUFFIXES:
-        if word.endswith(suffix) and len(word) - len(suffix) >= MIN_STEM_CHARS:
-            return word[: -len(suffix)]
-    return word
 
 
 def _quote(word: str) -> str:
     return "'" + word.replace("\\", "\\\\").replace("'", "''") + "'"
 
 
-def tsquery_term(word: str, *, prefix: bool = False) -> str:
-    """One term as `tsquery` input: the exact lexeme or, with `prefix` and a suffix to strip,
-    its stem as a prefix (`parsed` -> `'pars':*`)."""
-    base = stem(word) if prefix else word
-    return _quote(base) + ":*" if base != word else _quote(word)
+def tsquery_term(word: str) -> str:
+    """One term as `tsquery` input: the exact lexeme, quoted so that it parses."""
+    return _quote(word)
 
 
-def tsquery_any(words: Iterable[str], *, prefix: bool = False) -> str:
+def tsquery_any(words: Iterable[str]) -> str:
     """A `to_tsquery('simple', ...)` text that matches any of `words` (quoted, so it parses)."""
-    return " | ".join(tsquery_term(w, prefix=prefix) for w in words)
+    return " | ".join(tsquery_term(w) for w in words)

@@ -453,8 +453,9 @@ def load_settings(config_path: Path | None = None, *, create_token: bool = True)
 CHECKOUT = Path(__file__).resolve().parent.parent
 INI_EXAMPLE = CHECKOUT / "application.ini.example"
 DEMO_PROJECT = "code_rag"
-# Source and docs only: the bundled model folder (a 0.5 MB tokenizer.json) is data, not code.
-DEMO_INCLUDE = ["README.md", "docs/**", "chunkers/*.py", "indexer/*.py", "rag_server/*.py"]
+# The product's source at any depth (chunkers' tree-sitter queries included) and its docs; of
+# indexer/ only the Python, as the bundled model folder (a 0.5 MB tokenizer.json) is data.
+DEMO_INCLUDE = ["/README.md", "docs/**", "chunkers/**", "indexer/**/*.py", "rag_server/**"]
 
 
 def initial_files(config_path: Path) -> tuple[Path, Path]:
@@ -480,8 +481,9 @@ def write_initial_config(config_path: Path, *, force: bool = False) -> list[Path
         "projects": {
             DEMO_PROJECT: {
                 "roots": [str(CHECKOUT)],
-                # code-rag's own source and docs: a few hundred chunks, indexed in about a
-                # minute by the local model, so a first `./bld up` shows results at once.
+                # code-rag's own source and docs (about 1,000 chunks): a first `./bld up`
+                # answers by name and keyword once the rows are in, seconds after the start,
+                # and embeds the vectors in the background.
                 "include": DEMO_INCLUDE,
             }
         }

@@ -22,7 +22,7 @@ from indexer.db import Database
 from indexer.embed import Embedder
 from indexer.errors import RagError
 from indexer.project import Project
-from indexer.sweep.vectors import VectorProgress, VectorReport, embed_pending
+from indexer.sweep import VectorProgress, VectorReport, embed_pending
 
 log = logging.getLogger("code_rag.vectors")
 

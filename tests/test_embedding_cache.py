@@ -16,7 +16,7 @@ from ollama_standin import OllamaStandin, StandinModel, ollama_standin
 from server_fixtures import call, serve, unique_name
 from test_sweep_bulk import CHUNKS, FIXTURES, SYMBOLS, rows
 
-from indexer.db import Database, Schema, store
+from indexer.db import Database, Schema, embedding_cache, store
 from indexer.embed import make_embedder
 from indexer.project import Project, Root
 from indexer.sweep import SweepOptions, sweep_project
@@ -103,21 +103,21 @@ def test_the_cache_holds_digests_and_vectors_never_text(
 
 def test_the_cache_keeps_its_bound_the_least_recently_used_out_first(conn: Conn) -> None:
     vectors = {f"{i:064x}": np.full(3, i + 1, dtype=np.float32) for i in range(6)}
-    store.share_vectors(conn, "m", vectors)
+    embedding_cache.share_vectors(conn, "m", vectors)
     conn.execute(
         """UPDATE "code-rag".embedding_cache SET used = current_date - (6 - get_byte(digest, 31))
             WHERE model = 'm'"""
     )  # the entry of hash i last used 6 - i days ago
     conn.commit()
-    assert store.trim_shared_cache(conn, 10) == 0
-    assert store.trim_shared_cache(conn, 4) == 2
+    assert embedding_cache.trim_shared_cache(conn, 10) == 0
+    assert embedding_cache.trim_shared_cache(conn, 4) == 2
     conn.commit()
     left = {bytes(d).hex() for _, d, _ in cached(conn)}
     assert left == {f"{i:064x}" for i in range(2, 6)}
     # A hit marks an entry used today: it outlives older ones.
-    assert set(store.shared_vectors(conn, "m", [f"{2:064x}"])) == {f"{2:064x}"}
+    assert set(embedding_cache.shared_vectors(conn, "m", [f"{2:064x}"])) == {f"{2:064x}"}
     conn.commit()
-    assert store.trim_shared_cache(conn, 3) == 1
+    assert embedding_cache.trim_shared_cache(conn, 3) == 1
     conn.commit()
     assert {bytes(d).hex() for _, d, _ in cached(conn)} == {f"{i:064x}" for i in (2, 4, 5)}
 

@@ -1,5 +1,5 @@
 """Identifier-aware terms: the same splitting on the index and the query side, function words
-dropped from queries, crude stems as prefixes."""
+dropped from queries."""
 
 from __future__ import annotations
 
@@ -33,18 +33,10 @@ def test_query_drops_function_words_unless_nothing_else_is_left() -> None:
         "queue",
     ]
     assert lexical.query_terms("is it") == ["is", "it"]
-    assert lexical.query_terms("the of", stopwords=False) == ["the", "of"]
 
 
-def test_stems_are_prefixes_only_for_real_words() -> None:
-    assert lexical.stem("parsed") == "pars"
-    assert lexical.stem("entries") == "entr"
-    assert lexical.stem("items") == "item"
-    assert lexical.stem("is") == "is"  # too short to lose a suffix
-    assert lexical.stem("utf8s") == "utf8s"  # not alphabetic: left alone
-    assert lexical.tsquery_term("items", prefix=True) == "'item':*"
-    assert lexical.tsquery_term("return", prefix=True) == "'return'"  # no suffix: exact
-    assert lexical.tsquery_term("id", prefix=True) == "'id'"
+def test_a_query_term_is_its_exact_lexeme() -> None:
+    # No stemming: "items" matches the lexeme items only.
     assert lexical.tsquery_term("items") == "'items'"
 
 

@@ -241,7 +241,6 @@ def test_keyword_side_matches_only_rare_terms_and_ranks_a_bounded_set(
             "language": None,
             "path_re": None,
             "weights": list(ranking.field_weights),
-            "norm": 0,
             "term_queries": ["'value'", "'data'"],
             "idfs": [1.0, 1.0],
             "tsquery": "'value'",

@@ -17,7 +17,7 @@ import pytest
 from indexer.db import Database, Schema, lookup
 from indexer.embed import EmbedBatchResult, EmbeddingModel
 from indexer.errors import ModelMismatch
-from indexer.search import QueryVectorCache, candidates, search_code
+from indexer.search import QueryVectorCache, candidates, parts, search_code
 from indexer.search.filters import Filters
 from indexer.search.fusion import DEFAULT_RANKING, collapse, fuse, ordered, scored, shortlist
 from indexer.search.roles import PathRoles
@@ -78,7 +78,7 @@ def sequential_hits(
                 database.iterative_scan,
             )
         )
-        others = candidates.other_candidates(conn, schema, query, filters, ranking)
+        others = parts.other_candidates(conn, [parts.Part(0, schema, filters)], query, ranking)
         found = replace(others, vector=ids, vector_scores=similarities)
         scores = fuse(found, ranking)
         best = shortlist(scores, top_k)

@@ -11,7 +11,7 @@ import pytest
 
 from indexer.db import Schema
 from indexer.project import Project, Root
-from indexer.search import candidates, search_code
+from indexer.search import candidates, parts, search_code
 from indexer.sweep import SweepOptions, sweep_project
 from tests.ollama_standin import OllamaStandin, ollama_standin
 
@@ -122,10 +122,10 @@ def test_a_common_identifier_gets_no_verbatim_boost(
 ) -> None:
     # An identifier in more chunks than the cap is not distinctive: nothing is promoted.
     database, project, _embedder = demo
-    monkeypatch.setattr(candidates, "MAX_VERBATIM_CHUNKS", 1)
+    monkeypatch.setattr(parts, "MAX_VERBATIM_CHUNKS", 1)
+    part = parts.Part(0, Schema(project.name), {"repo": None, "language": None, "path_re": None})
     with database.reading() as conn:
-        assert candidates.verbatim_code(conn, Schema(project.name), "compare_digest", {
-            "repo": None, "language": None, "path_re": None}) == []  # fmt: skip
+        assert parts.verbatim_code(conn, [part], "compare_digest") == []
     assert candidates.query_identifiers("where is the Token checked") == []
     assert candidates.query_identifiers("how does parseConfig use MAX_SIZE") == [
         "parseConfig",

@@ -41,7 +41,7 @@ from typer.testing import CliRunner
 
 from bench.served import ServerThread
 from indexer.db import Database
-from rag_server import auth, cli
+from rag_server import access, cli
 from rag_server.app import create_app
 from rag_server.config import Settings, load_settings
 from rag_server.service import Service
@@ -75,7 +75,7 @@ class Guarded:
             return client.post(path, json=STATUS if endpoint is None else PING, headers=headers)
 
     def make(self, target: str) -> str:
-        kept, token = auth.add_token(self.database, self.service.settings, target)
+        kept, token = access.add_token(self.database, self.service.settings, target)
         self.made.append(kept.name)
         return token
 
@@ -111,7 +111,7 @@ def guarded(database: Database) -> Iterator[Guarded]:
         finally:
             server.stop()
             for name in made:
-                auth.revoke_token(database, name)
+                access.revoke_token(database, name)
     shutil.rmtree(base, ignore_errors=True)
 
 
@@ -249,7 +249,7 @@ def test_a_token_that_cannot_be_checked_is_refused_alike_and_the_server_token_wo
     projects = {name: make_project(name, work_dir / "src", SHOP_FILES)}
     with OllamaStandin() as standin:
         settings = server_settings(work_dir, projects, standin, proxy.dsn)
-        kept, token = auth.add_token(db, settings, name)
+        kept, token = access.add_token(db, settings, name)
         app = create_app(
             settings, database=db, embedder=standin_embedder(standin), schedule=False, watch=False
         )
@@ -269,7 +269,7 @@ def test_a_token_that_cannot_be_checked_is_refused_alike_and_the_server_token_wo
             server.stop()
             db.close()
             proxy.close()
-            auth.revoke_token(database, kept.name)
+            access.revoke_token(database, kept.name)
 
 
 # --- ./bld token ---------------------------------------------------------------------------------

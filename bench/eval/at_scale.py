@@ -1,15 +1,16 @@
 """Both evals at scale: their corpora among the search benchmark's ~81k chunks of real code, to
 judge levers that only bind at scale (the keyword side's row budget).
 
-The project `eval_at_scale` lives in the search benchmark's database (bench/search_bench.py,
-which must have been built): a copy of its index (files, chunks with their vectors and keyword
-vectors, symbols, text blocks), with the docstring eval's corpus and the questions eval's six
-libraries added as roots and swept with the shipped model (only their ~3,600 chunks are
-embedded; the copied files are unchanged). Then each query of a split of both evals is asked
-through `search_code` (hybrid, top_k 10) under each ranking variant, and scored as the evals
-score (`compare.first_hit`): Hit@1/5/10 and MRR@10 per variant, with a paired comparison to the
-product's ranking. The distractors' vectors are the benchmark's (the model's, of each chunk's
-first 32 word pieces); the variants share them, so the comparison between variants is paired.
+The project `eval_at_scale` lives in the search benchmark's database (bench/search_index.py;
+`python -m bench.search_bench build` must have built it): a copy of its index (files, chunks
+with their vectors and keyword vectors, symbols, text blocks), with the docstring eval's corpus
+and the questions eval's six libraries added as roots and swept with the shipped model (only
+their ~3,600 chunks are embedded; the copied files are unchanged). Then each query of a split
+of both evals is asked through `search_code` (hybrid, top_k 10) under each ranking variant, and
+scored as the evals score (`compare.first_hit`): Hit@1/5/10 and MRR@10 per variant, with a
+paired comparison to the product's ranking. The distractors' vectors are the benchmark's (the
+model's, of each chunk's first 32 word pieces); the variants share them, so the comparison
+between variants is paired.
 
     .venv/bin/python -m bench.eval.at_scale --split tune          # choose on the tuning split
     .venv/bin/python -m bench.eval.at_scale                       # then the test split
@@ -25,7 +26,7 @@ from pathlib import Path
 
 from psycopg import sql as pgsql
 
-from bench import search_bench
+from bench import search_index
 from bench.eval import sources
 from bench.eval.compare import CachedQueries, Scores, first_hit, query_vectors
 from bench.eval.corpus import build_corpus
@@ -59,7 +60,7 @@ def scaled_project(
 
 def copy_benchmark_index(db: Database) -> None:
     """The search benchmark's index, copied row for row into PROJECT (indexes built after)."""
-    source = pgsql.Identifier(search_bench.PROJECT)
+    source = pgsql.Identifier(search_index.PROJECT)
     target = pgsql.Identifier(PROJECT)
     with db.connection() as conn:
         store.ensure_project(conn, SCHEMA)
@@ -109,7 +110,7 @@ def main() -> None:
     }
     cached = CachedQueries(model.identity, vectors)
 
-    db = search_bench.open_database(search_bench.CACHE)
+    db = search_index.open_database(search_index.CACHE)
     try:
         project = scaled_project(questions_root, libs, docstring_root)
         with db.connection() as conn:

@@ -1,10 +1,22 @@
 """The database wing: the embedded server and the pool, how a project's statements are
-composed, the write statements (`statements`) and their executor (`store`), the read
-statements (`queries`) and theirs (`lookup`), the bulk load, the rows that cross layers, and
-the append-only migrations. Nothing here knows how a sweep or a search decides anything.
+composed, the write statements (`statements`) and their executors (`store` for a project's
+rows, `embedding_cache` for the vectors every project shares, `tokens` for access tokens), the
+read statements (`queries`) and theirs (`lookup`), the bulk load, the rows that cross layers,
+and the append-only migrations. Nothing here knows how a sweep or a search decides anything.
 """
 
-from indexer.db import blocks, bulk, lookup, migrations, queries, rows, statements, store
+from indexer.db import (
+    blocks,
+    bulk,
+    embedding_cache,
+    lookup,
+    migrations,
+    queries,
+    rows,
+    statements,
+    store,
+    tokens,
+)
 from indexer.db.blocks import spelled
 from indexer.db.database import Database, database_error, prepare_database, start_embedded
 from indexer.db.queries import BlockMatch
@@ -46,6 +58,7 @@ __all__ = [
     "blocks",
     "bulk",
     "database_error",
+    "embedding_cache",
     "like_escape",
     "lookup",
     "migrations",
@@ -56,4 +69,5 @@ __all__ = [
     "start_embedded",
     "statements",
     "store",
+    "tokens",
 ]

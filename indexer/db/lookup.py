@@ -67,13 +67,12 @@ def vector_candidates(
 
 
 def keyword_candidates(
-    conn: Conn, schema: Schema, params: Mapping[str, Any], terms: int | None
+    conn: Conn, schema: Schema, params: Mapping[str, Any], terms: int
 ) -> list[Ranked]:
     """Chunks with their keyword score and their files, best first: the idf-weighted ranker
-    over `terms` query terms, or the plain OR ranker when `terms` is None. Never prepared:
-    how many rows a tsquery matches decides the plan (index or scan), and a generic plan
-    scans whole tables."""
-    text = queries.KEYWORD_CANDIDATES if terms is None else queries.keyword_candidates_idf(terms)
+    over `terms` query terms. Never prepared: how many rows a tsquery matches decides the plan
+    (index or scan), and a generic plan scans whole tables."""
+    text = queries.keyword_candidates_idf(terms)
     rows = conn.execute(schema.sql(text), params, prepare=False).fetchall()
     return [Ranked(r[0], float(r[1]), r[2], r[3]) for r in rows]
 

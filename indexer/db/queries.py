@@ -75,20 +75,6 @@ SELECT c.reltuples AS rows, s.most_common_elems::text::text[] AS terms,
 """
 # The plain ranker: one OR query ranked by cover density. `weights` are {D, C, B, A}: symbol
 # names (A) and paths (B) count more than body text (C).
-KEYWORD_CANDIDATES = (
-    """
-SELECT c.id, ts_rank_cd(%(weights)s::float4[], c.tsv, q.query) AS rank, c.file_id, f.path
-  FROM {schema}.rag_chunk c
-  JOIN {schema}.rag_file f ON f.id = c.file_id,
-       to_tsquery('simple', %(tsquery)s) AS q(query)
- WHERE c.tsv @@ q.query
-"""
-    + _SEARCH_FILTERS
-    + """
- ORDER BY rank DESC, c.id
- LIMIT %(limit)s
-"""
-)
 # The weighted ranker: rows matching the selected (rarest) terms, at most `max_ranked` of them,
 # scored by the sum over all query terms of idf x the term's field-weighted rank in the chunk;
 # the files' paths read for the `limit` best only.
@@ -114,8 +100,7 @@ SELECT r.id, r.score, r.file_id, f.path
 """
 )
 _TERM_SCORE = (
-    "%(idfs)s[{i}] * ts_rank(%(weights)s::float4[], m.v, (%(term_queries)s::tsquery[])[{i}],"
-    " %(norm)s)"
+    "%(idfs)s[{i}] * ts_rank(%(weights)s::float4[], m.v, (%(term_queries)s::tsquery[])[{i}])"
 )
 
 

@@ -11,7 +11,7 @@ project's `Schema`, so every statement names a validated schema.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import psycopg
@@ -20,7 +20,6 @@ from psycopg.types.json import Jsonb
 
 from indexer.db import blocks, migrations, statements
 from indexer.db.rows import (
-    AccessToken,
     ChunkRow,
     FileFailure,
     FileRecord,
@@ -448,97 +447,6 @@ def cached_embeddings(conn: Conn, schema: Schema, hashes: Sequence[str]) -> dict
         return {}
     rows = conn.execute(schema.sql(statements.CACHED_EMBEDDINGS), {"hashes": list(hashes)})
     return {row[0]: row[1] for row in rows}
-
-
-# --- the embedding cache every project shares ------------------------------------------------
-
-# At most this many vectors are kept; past it the least recently used go first.
-SHARED_CACHE_MAX_VECTORS = 1_000_000
-
-
-def shared_vectors(conn: Conn, model: str, hashes: Sequence[str]) -> dict[str, Any]:
-    """The vectors `model` (an `EmbeddingModel.cache_key`) made of the texts of content hashes
-    `hashes`, in any project; each found is marked used today."""
-    if not hashes:
-        return {}
-    digests = [bytes.fromhex(h) for h in hashes]
-    rows = conn.execute(statements.SHARED_LOOKUP, {"model": model, "digests": digests})
-    found = {row[0]: row[1] for row in rows}
-    if found:
-        used = [bytes.fromhex(h) for h in found]
-        conn.execute(statements.SHARED_TOUCH, {"model": model, "digests": used})
-    return found
-
-
-def share_vectors(conn: Conn, model: str, vectors: Mapping[str, Any]) -> None:
-    """Keep `vectors` (by content hash) for every project using `model`."""
-    if vectors:
-        with conn.cursor() as cur:
-            cur.executemany(
-                statements.SHARED_PUT,
-                [
-                    {"model": model, "digest": bytes.fromhex(h), "embedding": v}
-                    for h, v in vectors.items()
-                ],
-            )
-
-
-def trim_shared_cache(conn: Conn, max_vectors: int = SHARED_CACHE_MAX_VECTORS) -> int:
-    """Drop the least recently used vectors beyond `max_vectors`; return how many went."""
-    row = conn.execute(statements.SHARED_COUNT).fetchone()
-    over = (int(row[0]) if row else 0) - max_vectors
-    if over <= 0:
-        return 0
-    return conn.execute(statements.SHARED_EVICT, {"n": over}).rowcount
-
-
-def drop_shared_model(conn: Conn, model: str) -> int:
-    """Drop every vector `model` made (no project uses it any more); return how many."""
-    return conn.execute(statements.SHARED_DROP_MODEL, {"model": model}).rowcount
-
-
-def models_in_use(conn: Conn) -> list[dict[str, Any]]:
-    """The embedding model each project's index records (one entry per project)."""
-    found = []
-    for name in list_projects(conn):
-        recorded = get_meta(conn, Schema(name), "embedding")
-        if recorded is not None:
-            found.append(recorded)
-    return found
-
-
-# --- tokens made for a project or a group ---------------------------------------------------
-
-
-def add_token(conn: Conn, name: str, digest: bytes, target: str) -> AccessToken | None:
-    """Keep a token by its digest under `name`; None (and nothing written) when the name is
-    taken."""
-    found = typed_rows(
-        conn, AccessToken, statements.TOKEN_ADD, {"name": name, "digest": digest, "target": target}
-    )
-    return found[0] if found else None
-
-
-def list_tokens(conn: Conn) -> list[AccessToken]:
-    """Every token kept, oldest first."""
-    return typed_rows(conn, AccessToken, statements.TOKEN_LIST)
-
-
-def find_token(conn: Conn, digest: bytes) -> AccessToken | None:
-    """The token whose digest is `digest` (one look-up in the unique index), or None."""
-    found = typed_rows(conn, AccessToken, statements.TOKEN_FIND, {"digest": digest})
-    return found[0] if found else None
-
-
-def touch_token(conn: Conn, name: str) -> None:
-    """Record that the token `name` was used now (to the minute)."""
-    conn.execute(statements.TOKEN_TOUCH, {"name": name})
-
-
-def revoke_token(conn: Conn, name: str) -> AccessToken | None:
-    """Forget the token `name`; what it was, or None when there is no such token."""
-    found = typed_rows(conn, AccessToken, statements.TOKEN_REVOKE, {"name": name})
-    return found[0] if found else None
 
 
 # --- vectors that follow the rows -----------------------------------------------------------

@@ -1,7 +1,8 @@
-"""The candidate lists of one query, before they are fused: the vector side's nearest chunks,
-the keyword side's (`keyword.py`), the chunks a query names exactly (a symbol) and those holding
-an identifier of the query verbatim; the text the vector side embeds for a query; and the rows
-fusion's shortlist is shaped from. Each runs inside the caller's read transaction.
+"""The candidate lists of one query in one project, before they are fused: the vector side's
+nearest chunks, the chunks a query names exactly (a symbol), the identifiers of a query looked
+for verbatim; the text the vector side embeds for a query; and the rows fusion's shortlist is
+shaped from. `parts.py` gathers them over the projects of a search, with the keyword side
+(`keyword.py`). Each runs inside the caller's read transaction.
 """
 
 from __future__ import annotations
@@ -10,11 +11,9 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from chunkers.grammars import has_symbols
 from indexer import lexical
 from indexer.db import Conn, DefinitionPiece, Ranked, Schema, StoredChunk, like_escape, lookup
-from indexer.search.fusion import Candidates, Ranking, files_of, scored
-from indexer.search.keyword import TermStatsCache, keyword_candidates
+from indexer.search.fusion import Ranking
 
 # How many HNSW neighbours the vector side considers (pgvector's hnsw.ef_search).
 DEFAULT_EF_SEARCH = 400
@@ -55,26 +54,6 @@ def vector_query(query: str) -> str:
     return rest if len(rest.split()) >= MIN_QUESTION_WORDS else query
 
 
-def other_candidates(
-    conn: Conn,
-    schema: Schema,
-    query: str,
-    filters: Mapping[str, Any],
-    ranking: Ranking,
-    keyword: bool = True,
-    term_stats: TermStatsCache | None = None,
-) -> Candidates:
-    """Every list but the vector one: the keyword list (unless `keyword` is False), the exact
-    symbol matches and the verbatim identifiers (with the keyword side)."""
-    found = keyword_candidates(conn, schema, query, filters, ranking, term_stats) if keyword else []
-    exact = exact_symbol(conn, schema, query, filters) if SYMBOL_QUERY_RE.match(query) else []
-    verbatim = verbatim_code(conn, schema, query, filters) if keyword else []
-    keyword_ids, keyword_scores = scored(found)
-    return Candidates(
-        [], keyword_ids, exact, verbatim, keyword_scores=keyword_scores, files=files_of(found)
-    )
-
-
 def query_identifiers(query: str) -> list[str]:
     """The code-shaped identifiers of a query of at least `MIN_VERBATIM_CHARS` characters,
     longest first (a single-word query counts whatever its shape when it has an underscore, a
@@ -85,18 +64,6 @@ def query_identifiers(query: str) -> list[str]:
         key=lambda w: (-len(w), w),
     )
     return shaped[:MAX_VERBATIM_TERMS]
-
-
-def verbatim_code(conn: Conn, schema: Schema, query: str, filters: Mapping[str, Any]) -> list[int]:
-    """Code chunks (files with a grammar, not prose) holding an identifier of the query as
-    written, for identifiers found in at most MAX_VERBATIM_CHUNKS chunks."""
-    chosen: list[int] = []
-    for word in query_identifiers(query):
-        rows = lookup.verbatim_chunks(conn, schema, word, filters, MAX_VERBATIM_CHUNKS + 1)
-        if len(rows) > MAX_VERBATIM_CHUNKS:
-            continue
-        chosen.extend(cid for cid, language in rows if has_symbols(language) and cid not in chosen)
-    return chosen
 
 
 def exact_symbol(conn: Conn, schema: Schema, query: str, filters: Mapping[str, Any]) -> list[int]:

@@ -34,6 +34,18 @@ LAYOUT_FOLDERS = frozenset(_LAYOUT_TEXT.split())
 # A path word and a query word meet when one's crude stem begins the other's, both at least
 # this long (`compar`/`compare`, `rout`/`router`), or when they are the same word.
 MIN_PREFIX = 4
+# Suffixes the crude English stemmer strips (longest first), keeping at least MIN_PREFIX letters.
+_SUFFIXES = ("ations", "ation", "ings", "ing", "ies", "ied", "es", "ed", "s")
+
+
+def crude_stem(word: str) -> str:
+    """A crude English stem: `parsed` -> `pars`, `routers` -> `router`; names stay whole."""
+    if not word.isalpha():
+        return word
+    for suffix in _SUFFIXES:
+        if word.endswith(suffix) and len(word) - len(suffix) >= MIN_PREFIX:
+            return word[: -len(suffix)]
+    return word
 
 
 @dataclass(frozen=True)
@@ -46,7 +58,7 @@ class QueryWords:
     @staticmethod
     def of(query: str, name_like: bool) -> QueryWords:
         words = lexical.query_terms(query)
-        stems = frozenset(lexical.stem(w) for w in words if w.isalpha() and len(w) > 1)
+        stems = frozenset(crude_stem(w) for w in words if w.isalpha() and len(w) > 1)
         name = None
         if name_like:
             last = query.replace("::", ".").replace("#", ".").split(".")[-1].rstrip("?!")
@@ -66,7 +78,7 @@ def path_words(path: str) -> tuple[frozenset[str], frozenset[str], str]:
     folder_parts = [w for f in folders for w in lexical.split_identifier(f)]
 
     def stems(parts: list[str]) -> frozenset[str]:
-        return frozenset(lexical.stem(w) for w in parts if w.isalpha() and len(w) > 1)
+        return frozenset(crude_stem(w) for w in parts if w.isalpha() and len(w) > 1)
 
     return stems(stem_parts), stems(folder_parts), "".join(stem_parts)
 
@@ -98,7 +110,7 @@ def query_share(words: QueryWords, path: str) -> float:
     stem, _, _ = path_words(path)
     parent = PurePosixPath(path).parent.name
     near = stem | frozenset(
-        lexical.stem(w) for w in lexical.split_identifier(parent) if w.isalpha() and len(w) > 1
+        crude_stem(w) for w in lexical.split_identifier(parent) if w.isalpha() and len(w) > 1
     )
     return sum(_meets(q, near) for q in words.stems) / len(words.stems)
 

@@ -8,7 +8,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from chunkers.detect import KNOWN_LANGUAGES
+from chunkers import KNOWN_LANGUAGES
 from indexer.errors import InvalidArgument
 from indexer.project import Project
 

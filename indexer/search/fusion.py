@@ -62,11 +62,7 @@ class Ranking:
     vector_floor_rank: int = 30
     vector_depth: int = 30
     keyword_depth: int = 200
-    stopwords: bool = True
-    idf: bool = True
-    prefix: bool = False
     field_weights: tuple[float, float, float, float] = (0.05, 0.2, 0.5, 1.0)
-    normalization: int = 0
     match_rows: int = 5000
     max_ranked: int = 20_000
     # What the fused score of a chunk of a file that is not code is multiplied by, unless the

@@ -99,12 +99,8 @@ def merged_stats(parts: Sequence[TermStats]) -> TermStats:
     return TermStats(rows, shares, floor)
 
 
-def _share(stats: TermStats, word: str, prefix: bool) -> float:
-    share = stats.shares.get(word, stats.floor)
-    base = lexical.stem(word) if prefix else word
-    if base != word:
-        share = max(share, sum(v for t, v in stats.shares.items() if t.startswith(base)))
-    return min(share, 1.0)
+def _share(stats: TermStats, word: str) -> float:
+    return min(stats.shares.get(word, stats.floor), 1.0)
 
 
 def keyword_plan(words: Sequence[str], stats: TermStats, ranking: Ranking) -> KeywordPlan:
@@ -113,7 +109,7 @@ def keyword_plan(words: Sequence[str], stats: TermStats, ranking: Ranking) -> Ke
     if not stats.known:
         return KeywordPlan(tuple(words), tuple(1.0 for _ in words), tuple(words), -1.0)
     n = stats.rows
-    shares = [_share(stats, w, ranking.prefix) for w in words]
+    shares = [_share(stats, w) for w in words]
     idfs = tuple(math.log(1.0 + (n - s * n + 0.5) / (s * n + 0.5)) for s in shares)
     chosen: list[str] = []
     estimated = 0.0
@@ -136,25 +132,19 @@ def keyword_candidates(
 ) -> list[Ranked]:
     """The keyword ranker's list for `query` with its scores, best first (see `Ranking`); the
     term statistics `stats` (a group's), or the project's from `term_stats`, or read now."""
-    words = lexical.query_terms(query, stopwords=ranking.stopwords)
+    words = lexical.query_terms(query)
     if not words:
         return []
+    if stats is None:
+        stats = term_stats.get(conn, schema) if term_stats else read_term_stats(conn, schema)
+    plan = keyword_plan(words, stats, ranking)
     params: dict[str, Any] = {
         **filters,
         "weights": list(ranking.field_weights),
         "limit": ranking.keyword_depth,
+        "term_queries": [lexical.tsquery_term(w) for w in plan.terms],
+        "idfs": list(plan.idfs),
+        "tsquery": lexical.tsquery_any(plan.match_terms),
+        "max_ranked": ranking.max_ranked,
     }
-    if not ranking.idf:
-        params["tsquery"] = lexical.tsquery_any(words, prefix=ranking.prefix)
-        return lookup.keyword_candidates(conn, schema, params, None)
-    if stats is None:
-        stats = term_stats.get(conn, schema) if term_stats else read_term_stats(conn, schema)
-    plan = keyword_plan(words, stats, ranking)
-    params.update(
-        norm=ranking.normalization,
-        term_queries=[lexical.tsquery_term(w, prefix=ranking.prefix) for w in plan.terms],
-        idfs=list(plan.idfs),
-        tsquery=lexical.tsquery_any(plan.match_terms, prefix=ranking.prefix),
-        max_ranked=ranking.max_ranked,
-    )
     return lookup.keyword_candidates(conn, schema, params, len(plan.terms))

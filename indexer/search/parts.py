@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from chunkers.grammars import has_symbols
+from chunkers import has_symbols
 from indexer.db import ChunkFile, Conn, DefinitionPiece, Ranked, Schema, StoredChunk, lookup
 from indexer.search.candidates import (
     MAX_VERBATIM_CHUNKS,
@@ -62,7 +62,8 @@ def other_candidates(
     keyword: bool = True,
     term_stats: TermStatsCache | None = None,
 ) -> Candidates:
-    """Every list but the vector one, over every part (see `candidates.other_candidates`)."""
+    """Every list but the vector one, over every part: the keyword list (unless `keyword` is
+    False), the exact symbol matches and the verbatim identifiers (with the keyword side)."""
     found: list[Ranked] = []
     if keyword:
         stats = merged_stats(
@@ -90,8 +91,9 @@ def other_candidates(
 
 
 def verbatim_code(conn: Conn, parts: Sequence[Part], query: str) -> list[int]:
-    """Code chunks holding an identifier of the query as written, for identifiers found in at
-    most MAX_VERBATIM_CHUNKS chunks of all the parts together."""
+    """Code chunks (files with a grammar, not prose) holding an identifier of the query as
+    written, for identifiers found in at most MAX_VERBATIM_CHUNKS chunks of all the parts
+    together."""
     chosen: list[int] = []
     for word in query_identifiers(query):
         rows: list[tuple[int, str | None]] = []

@@ -1,17 +1,47 @@
 """The write path: which files are indexed (`walk`), a changed file read, hashed and chunked
 (`prepare`, in worker processes when many), a batch embedded and written (`write`), the sweep
-itself and the file-event path beside it (`run`), and what a sweep reports (`report`).
+itself and the file-event path beside it (`run`), the vectors a sweep left for after its rows
+(`vectors`), what a sweep is asked to do (`options`) and what it reports (`report`).
 `sweep_project(...) -> SweepReport` is what the scheduler, the CLI and the admin endpoint call.
+
+The face loads each module when one of its names is first used: the configuration reads the
+options and the walk's defaults without loading the sweep (numpy, the writer, worker processes).
 """
 
-from indexer.sweep.report import ProgressCallback, SweepProgress, SweepReport
-from indexer.sweep.run import DEFAULT_FILES_PER_COMMIT, SweepOptions, apply_changes, sweep_project
-from indexer.sweep.walk import (
-    DEFAULT_MAX_FILE_BYTES,
-    DEFAULT_SKIP_DIRS,
-    WalkOptions,
-    walk_project,
-)
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from indexer.sweep.options import DEFAULT_FILES_PER_COMMIT, SweepOptions
+    from indexer.sweep.report import ProgressCallback, SweepProgress, SweepReport
+    from indexer.sweep.run import apply_changes, sweep_project
+    from indexer.sweep.vectors import VectorProgress, VectorReport, embed_pending
+    from indexer.sweep.walk import (
+        DEFAULT_MAX_FILE_BYTES,
+        DEFAULT_SKIP_DIRS,
+        WalkOptions,
+        walk_project,
+    )
+
+# Each name of the face and the module of this wing that defines it.
+_HOMES = {
+    "DEFAULT_FILES_PER_COMMIT": "options",
+    "SweepOptions": "options",
+    "ProgressCallback": "report",
+    "SweepProgress": "report",
+    "SweepReport": "report",
+    "apply_changes": "run",
+    "sweep_project": "run",
+    "VectorProgress": "vectors",
+    "VectorReport": "vectors",
+    "embed_pending": "vectors",
+    "DEFAULT_MAX_FILE_BYTES": "walk",
+    "DEFAULT_SKIP_DIRS": "walk",
+    "WalkOptions": "walk",
+    "walk_project": "walk",
+}
 
 __all__ = [
     "DEFAULT_FILES_PER_COMMIT",
@@ -21,8 +51,20 @@ __all__ = [
     "SweepOptions",
     "SweepProgress",
     "SweepReport",
+    "VectorProgress",
+    "VectorReport",
     "WalkOptions",
     "apply_changes",
+    "embed_pending",
     "sweep_project",
     "walk_project",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{home}"), name)
+    globals()[name] = value  # the next use finds it at once
+    return value

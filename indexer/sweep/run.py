@@ -29,26 +29,27 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 import psycopg
 
-from chunkers import CHUNKER_VERSION, ChunkerConfig
+from chunkers import CHUNKER_VERSION
 from indexer import clock
-from indexer.db import Conn, Database, Schema, database_error, store
+from indexer.db import Conn, Database, Schema, database_error, embedding_cache, store
 from indexer.embed import Embedder, EmbeddingModel, needs_reembed, reembed_warning
 from indexer.errors import RagError, SweepRunning
 from indexer.project import ROOT_EMPTY, Project
 from indexer.sweep import workers
+from indexer.sweep.options import SweepOptions
 from indexer.sweep.prepare import Batch, Prepared, Preparer
 from indexer.sweep.report import ProgressCallback, SweepProgress, SweepReport
-from indexer.sweep.walk import Candidate, Walker, WalkOptions, storable
+from indexer.sweep.walk import Candidate, Walker, storable
 from indexer.sweep.write import Writer
 
 log = logging.getLogger("code_rag.sweep")
 
-DEFAULT_FILES_PER_COMMIT = 50
+DEFAULT_OPTIONS = SweepOptions()
+
 # At least this many new files, and at least as many as the index holds, are a bulk load: the
 # files go in with COPY and the secondary indexes are built once at the end.
 BULK_LOAD_FILES = 200
@@ -58,21 +59,6 @@ BULK_LOAD_FILES = 200
 DEFER_VECTORS_FILES = 20
 # After writing this many chunks the planner's term statistics are refreshed (keyword ranking).
 ANALYZE_AFTER_CHUNKS = 1000
-
-
-@dataclass(frozen=True)
-class SweepOptions:
-    files_per_commit: int = DEFAULT_FILES_PER_COMMIT
-    walk: WalkOptions = field(default_factory=WalkOptions)
-    chunker: ChunkerConfig = field(default_factory=ChunkerConfig)
-    # False: every file goes in one by one (the secondary indexes stay, HNSW and trigram ones
-    # are still rebuilt after a large first sweep).
-    bulk_load: bool = True
-    # Worker processes that parse files; None: one per free core when that pays, 0: none.
-    prepare_workers: int | None = None
-    # True: rows first, vectors afterwards (`vectors.embed_pending`); False: embedded as they
-    # are written; None: first when at least DEFER_VECTORS_FILES files are to be read.
-    defer_vectors: bool | None = None
 
 
 _DONE = object()
@@ -157,9 +143,10 @@ class _Sweep:
 
     def _forget_model(self, old: EmbeddingModel) -> None:
         """Drop the shared cache's vectors of `old` once no project's index uses it."""
-        used = {EmbeddingModel.from_dict(m).cache_key for m in store.models_in_use(self.conn)}
+        in_use = embedding_cache.models_in_use(self.conn)
+        used = {EmbeddingModel.from_dict(m).cache_key for m in in_use}
         if old.cache_key not in used:
-            dropped = store.drop_shared_model(self.conn, old.cache_key)
+            dropped = embedding_cache.drop_shared_model(self.conn, old.cache_key)
             log.info("dropped %d cached vectors of %s: no project uses it", dropped, old.describe())
 
     def _chunked_with_this_version(self) -> None:
@@ -236,7 +223,7 @@ class _Sweep:
         self.conn.commit()
         report.add_time("delete", time.perf_counter() - t)
         if self.shared is not None and report.chunks_embedded + report.definitions_embedded:
-            store.trim_shared_cache(self.conn)
+            embedding_cache.trim_shared_cache(self.conn)
             self.conn.commit()
         if self.redo and not unavailable:  # an unavailable root's files were not chunked again
             self._chunked_with_this_version()
@@ -408,7 +395,7 @@ class _Sweep:
         cached = store.cached_embeddings(conn, self.schema, hashes)
         missing = [h for h in hashes if h not in cached]
         if self.shared is not None and missing:
-            cached.update(store.shared_vectors(conn, self.shared, missing))
+            cached.update(embedding_cache.shared_vectors(conn, self.shared, missing))
         conn.commit()
         self.report.add_time("cache_lookup", time.perf_counter() - t)
         return Batch(files, cached)
@@ -431,7 +418,7 @@ def sweep_project(
     db: Database,
     project: Project,
     embedder: Embedder | None,
-    options: SweepOptions = SweepOptions(),
+    options: SweepOptions = DEFAULT_OPTIONS,
     *,
     full: bool = False,
     wait: bool = False,
@@ -484,7 +471,7 @@ def apply_changes(
     project: Project,
     embedder: Embedder | None,
     changed: Mapping[str, Iterable[str]],
-    options: SweepOptions = SweepOptions(),
+    options: SweepOptions = DEFAULT_OPTIONS,
 ) -> SweepReport | None:
     """Index just the `changed` paths (repo -> paths relative to its root, as file events
     name them) through the sweep's own per-file path: the same lock (waited for), savepoints

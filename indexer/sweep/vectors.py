@@ -35,10 +35,8 @@ from typing import Any
 
 import numpy as np
 
-from chunkers import Chunk, embedding_text
-from chunkers.embedding import DEFINITION_CHARS
-from chunkers.pipeline import UNKNOWN_LANGUAGE
-from indexer.db import Conn, Database, Schema, store
+from chunkers import DEFINITION_CHARS, UNKNOWN_LANGUAGE, Chunk, embedding_text
+from indexer.db import Conn, Database, Schema, embedding_cache, store
 from indexer.db.rows import PendingChunk, PendingDefinition
 from indexer.embed import Embedder, EmbeddingModel, needs_reembed
 from indexer.errors import RagError
@@ -190,7 +188,7 @@ class _Phase:
                 )
         report.pending = store.pending_counts(self.conn, self.schema).total
         if self.shared is not None and report.chunks_embedded + report.definitions_embedded:
-            store.trim_shared_cache(self.conn)
+            embedding_cache.trim_shared_cache(self.conn)
         self.conn.commit()
         if not report.pending:
             self._build_graphs()
@@ -273,7 +271,7 @@ class _Phase:
         vectors: dict[str, Any] = store.cached_embeddings(conn, schema, hashes)
         missing = [h for h in hashes if h not in vectors]
         if self.shared is not None and missing:
-            vectors.update(store.shared_vectors(conn, self.shared, missing))
+            vectors.update(embedding_cache.shared_vectors(conn, self.shared, missing))
         conn.commit()
         wanted: dict[str, _Input] = {}
         for i in inputs:
@@ -294,7 +292,7 @@ class _Phase:
         store.set_vectors(conn, schema, rows[False], rows[True])
         if self.shared is not None:
             made = {h: vectors[h] for h in sorted(wanted) if h in vectors}
-            store.share_vectors(conn, self.shared, made)
+            embedding_cache.share_vectors(conn, self.shared, made)
         conn.commit()
 
     def _embed(

@@ -22,7 +22,7 @@ import numpy as np
 import psycopg
 
 from chunkers import embedding_text
-from indexer.db import Conn, Schema, bulk, store
+from indexer.db import Conn, Schema, bulk, embedding_cache, store
 from indexer.embed import Embedder
 from indexer.errors import RagError
 from indexer.sweep.prepare import Batch, Prepared
@@ -96,7 +96,7 @@ class Writer:
         t = time.perf_counter()
         if self.shared is not None:  # committed with the batch
             made = {h: vectors[h] for h in sorted(wanted) if h in vectors}
-            store.share_vectors(self.conn, self.shared, made)
+            embedding_cache.share_vectors(self.conn, self.shared, made)
         self._write(batch, vectors, refused)
         report.add_time("store", time.perf_counter() - t)
 

@@ -4,17 +4,11 @@
 from __future__ import annotations
 
 import json
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from indexer.db import Database
 from indexer.errors import RagError
-from indexer.project import Project
-from indexer.status import project_status
-from indexer.sweep import sweep_project, walk_project
-from indexer.sweep.vectors import embed_pending
-from rag_server.cli.admin_client import admin_call
 from rag_server.cli.common import ConfigOption, open_database, settings_from, user_errors
 from rag_server.cli.render import (
     SweepPrinter,
@@ -24,7 +18,10 @@ from rag_server.cli.render import (
     format_status,
 )
 from rag_server.config import Settings, make_settings_embedder, select_projects, sweep_options
-from rag_server.reconcile import reconcile
+
+if TYPE_CHECKING:
+    from indexer.db import Database
+    from indexer.project import Project
 
 EXIT_FILES_FAILED = 3
 EXIT_DROP_REFUSED = 4
@@ -60,6 +57,8 @@ def scan(
 
     Example: ./bld scan all --dry-run
     """
+    from rag_server.reconcile import reconcile
+
     with user_errors():
         settings = settings_from(config)
         projects = select_projects(settings, target)
@@ -79,6 +78,8 @@ def scan(
 
 def _sweep(db: Database, settings: Settings, projects: list[Project], full: bool) -> bool:
     """Sweep each project now with progress and its report; whether some file failed."""
+    from indexer.sweep import embed_pending, sweep_project
+
     failed = False
     embedder = make_settings_embedder(settings)
     try:
@@ -115,6 +116,8 @@ def _sweep(db: Database, settings: Settings, projects: list[Project], full: bool
 
 
 def _dry_run(settings: Settings, projects: list[Project]) -> None:
+    from indexer.sweep import walk_project
+
     options = sweep_options(settings)
     for project in projects:
         result = walk_project(project, options.walk)
@@ -157,12 +160,16 @@ def status(
         settings = settings_from(config)
         view: dict[str, object] = {}  # what the server says of itself: indexer, config_error
         if server:
+            from rag_server.cli.admin_client import admin_call
+
             result = admin_call(settings, "status", {"project": project} if project else {})
             one = isinstance(result, dict) and "projects" not in result
             statuses = [result] if one else result.get("projects", [])
             if isinstance(result, dict):
                 view = {k: result[k] for k in ("indexer", "config_error") if k in result}
         else:
+            from indexer.status import project_status
+
             projects = select_projects(settings, project or "all")
             with open_database(settings) as db, db.reading("reading the status") as conn:
                 model_free = settings.embedding.model_free
@@ -196,6 +203,8 @@ def reindex(
 
     Example: ./bld reindex all
     """
+    from rag_server.cli.admin_client import admin_call
+
     with user_errors():
         settings = settings_from(config)
         result = admin_call(settings, "reindex", {"project": target, "full": full})

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import sys
 import time
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
-from indexer.sweep import SweepProgress, SweepReport
-from indexer.sweep.vectors import VectorProgress, VectorReport
+if TYPE_CHECKING:
+    from indexer.sweep import SweepProgress, SweepReport, VectorProgress, VectorReport
 
 PLAIN_EVERY_SECONDS = 5.0
 

@@ -12,7 +12,6 @@ from typing import Annotated
 import typer
 
 from indexer.errors import RagError
-from indexer.sweep import sweep_project
 from rag_server.cli.common import ConfigOption, settings_from, user_errors
 from rag_server.cli.render import MODEL_FREE_LINE, SweepPrinter, describe_report
 from rag_server.config import (
@@ -118,6 +117,7 @@ def up(
     """
     import dataclasses
 
+    from indexer.sweep import sweep_project
     from rag_server.app import check_port_free, serve_forever, server_database
     from rag_server.config import initial_files
 

@@ -15,7 +15,7 @@ import typer
 
 from indexer.clock import iso
 from indexer.db import AccessToken
-from rag_server import auth
+from rag_server import access
 from rag_server.cli.common import ConfigOption, open_database, settings_from, user_errors
 from rag_server.config import MCP_PATH, Settings, mcp_url
 
@@ -28,7 +28,7 @@ JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON for scripts
 
 
 def _opens(settings: Settings, target: str) -> str:
-    opened = auth.endpoints_opened(settings, target)
+    opened = access.endpoints_opened(settings, target)
     return ", ".join(f"{MCP_PATH}/{name}" for name in opened) or "nothing"
 
 
@@ -38,7 +38,7 @@ def _as_dict(token: AccessToken, settings: Settings) -> dict[str, Any]:
         "target": token.target,
         "created_at": iso(token.created_at),
         "last_used_at": iso(token.last_used_at),
-        "opens": auth.endpoints_opened(settings, token.target),
+        "opens": access.endpoints_opened(settings, token.target),
     }
 
 
@@ -62,12 +62,12 @@ def token_add(
     with user_errors():
         settings = settings_from(config)
         with open_database(settings) as db:
-            kept, token = auth.add_token(db, settings, target, name)
+            kept, token = access.add_token(db, settings, target, name)
     if as_json:
         typer.echo(json.dumps({**_as_dict(kept, settings), "token": token}, indent=2))
         return
     typer.echo(
-        f"token {kept.name} for {auth.describe_target(settings, target)} opens "
+        f"token {kept.name} for {access.describe_target(settings, target)} opens "
         f"{_opens(settings, target)}"
     )
     typer.echo("Connect Claude Code (this is the only time the token is shown):")
@@ -93,7 +93,7 @@ def token_list(as_json: JsonOption = False, config: ConfigOption = None) -> None
     with user_errors():
         settings = settings_from(config)
         with open_database(settings) as db:
-            tokens = auth.list_tokens(db)
+            tokens = access.list_tokens(db)
     if as_json:
         typer.echo(json.dumps({"tokens": [_as_dict(t, settings) for t in tokens]}, indent=2))
         return
@@ -123,5 +123,5 @@ def token_revoke(
     with user_errors():
         settings = settings_from(config)
         with open_database(settings) as db:
-            gone = auth.revoke_token(db, name)
+            gone = access.revoke_token(db, name)
     typer.echo(f"revoked token {gone.name} (it opened {gone.target})")

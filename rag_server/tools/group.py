@@ -21,16 +21,18 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import zip_longest
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from indexer.errors import InvalidArgument
 from indexer.project import Project
 from indexer.search import DEFAULT_MAX_RESULTS, DEFAULT_SYMBOL_LIMIT, SNIPPET_CHARS
 from rag_server.mcp import MAX_RESULT_CHARS
-from rag_server.service import Endpoint, Service
 from rag_server.tools.schemas import budget_arguments, the_rest
 from rag_server.tools.search import search_over
 from rag_server.tools.spec import ToolSpec, bound_result
+
+if TYPE_CHECKING:
+    from rag_server.service import Endpoint, Service
 
 # The list each tool's result holds, whose entries name their project.
 ITEMS = {

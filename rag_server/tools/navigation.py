@@ -11,7 +11,7 @@ says so; `complete` turns false with it).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from indexer.db import Database
 from indexer.project import Project
@@ -31,7 +31,6 @@ from indexer.search import (
     grep,
     indexed_text,
 )
-from rag_server.service import Service
 from rag_server.tools.schemas import (
     CUT_FIELDS,
     FILTERS,
@@ -47,6 +46,9 @@ from rag_server.tools.schemas import (
     the_rest,
 )
 from rag_server.tools.spec import ToolSpec, bound_result
+
+if TYPE_CHECKING:
+    from rag_server.service import Service
 
 SYMBOL_SCHEMA: dict[str, Any] = {
     "type": "object",

@@ -7,12 +7,14 @@ flight and planned), so an agent can tell an empty result from an index still be
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from indexer.project import Project
-from rag_server.service import Service
 from rag_server.tools.schemas import NO_INPUT, NULLABLE_STRING, PROJECT_NAME
 from rag_server.tools.spec import ToolSpec
+
+if TYPE_CHECKING:
+    from rag_server.service import Service
 
 GROUP_PROJECTS: dict[str, Any] = {
     "type": "array",

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from indexer.db import Database
 from indexer.project import Project
@@ -25,7 +25,6 @@ from indexer.search import (
     search_code,
     snippet_of,
 )
-from rag_server.service import Service
 from rag_server.tools.schemas import (
     CHUNK_ID,
     CUT_FIELDS,
@@ -42,6 +41,9 @@ from rag_server.tools.schemas import (
     the_rest,
 )
 from rag_server.tools.spec import ToolSpec, bound_result
+
+if TYPE_CHECKING:
+    from rag_server.service import Service
 
 # Before hits are dropped, snippets are shortened to no fewer characters than this, and whole
 # texts to no fewer than a snippet's length.

@@ -13,16 +13,18 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from indexer import truncate
 from indexer.errors import InvalidArgument
 from indexer.project import Project
 from rag_server.mcp import STRUCTURED_OUTPUT_SINCE, version_at_least
-from rag_server.service import Service
+
+if TYPE_CHECKING:
+    from rag_server.service import Service
 
 # Blocking (database, query embedding): the toolbox runs it in a worker thread.
-Handler = Callable[[Service, Project, Mapping[str, Any]], dict[str, Any]]
+Handler = Callable[["Service", Project, Mapping[str, Any]], dict[str, Any]]
 
 
 @dataclass(frozen=True)

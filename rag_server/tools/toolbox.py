@@ -11,18 +11,20 @@ from __future__ import annotations
 import functools
 from collections.abc import Mapping
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 
 from indexer.errors import RagError
-from rag_server.service import Endpoint, Service
 from rag_server.tools.group import answer
 from rag_server.tools.navigation import FIND_REFERENCES, FIND_SYMBOL, GET_OUTLINE, GREP
 from rag_server.tools.project import INDEX_STATUS, LIST_REPOS
 from rag_server.tools.schemas import PROJECT
 from rag_server.tools.search import GET_CHUNK, SEARCH_CODE
 from rag_server.tools.spec import ToolSpec, check_arguments, error_result, text_result
+
+if TYPE_CHECKING:
+    from rag_server.service import Endpoint, Service
 
 
 def _with_project(tool: ToolSpec) -> ToolSpec:

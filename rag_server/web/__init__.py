@@ -60,7 +60,9 @@ def _duration(value: object) -> str:
 
 
 def _percent(value: object) -> str:
-    return f"{float(str(value if value is not None else 0)) * 100:.1f} %"
+    if value is None:
+        return "off"  # a model-free index has no vectors to be ready
+    return f"{float(str(value)) * 100:.1f} %"
 
 
 def template_config() -> TemplateConfig[JinjaTemplateEngine]:

@@ -30,9 +30,9 @@ from dataclasses import dataclass
 
 import psycopg
 
-from indexer.db import Database, store
+from indexer.db import Database, tokens
 from indexer.errors import RagError
-from rag_server import auth
+from rag_server import access
 from rag_server.config import Settings
 
 log = logging.getLogger("code_rag.web")
@@ -126,20 +126,20 @@ class Viewer:
         if self.is_server:
             return "the server token (every project and group)"
         assert self.target is not None
-        return f"token {self.name}: {auth.describe_target(settings, self.target)}"
+        return f"token {self.name}: {access.describe_target(settings, self.target)}"
 
     def opens(self, settings: Settings, endpoint: str) -> bool:
         """Whether the pages of `endpoint` are this viewer's, as the MCP endpoint's would be."""
         if self.target is None:
             members = settings.members(endpoint)
             return members is not None and all(m in settings.projects for m in members)
-        return auth.covers(settings, self.target, endpoint)
+        return access.covers(settings, self.target, endpoint)
 
     def endpoints(self, settings: Settings) -> list[str]:
         """The projects and groups this viewer sees, in the configuration's order."""
         if self.target is None:
             return [n for n in (*settings.projects, *settings.groups) if self.opens(settings, n)]
-        return auth.endpoints_opened(settings, self.target)
+        return access.endpoints_opened(settings, self.target)
 
 
 def viewer_of(session: Session | None, db: Database) -> Viewer | None:
@@ -155,8 +155,8 @@ def viewer_of(session: Session | None, db: Database) -> Viewer | None:
     except ValueError:
         return None
     try:
-        with db.reading("checking a session", auth.CHECK_TIMEOUT_MS) as conn:
-            holder = store.find_token(conn, digest)
+        with db.reading("checking a session", access.CHECK_TIMEOUT_MS) as conn:
+            holder = tokens.find_token(conn, digest)
     except (RagError, psycopg.Error) as exc:
         log.warning("a page session was refused, unchecked: %s", getattr(exc, "message", exc))
         return None
@@ -173,13 +173,13 @@ def sign_in(given: str, server_token: str, db: Database, settings: Settings) -> 
     if not given or len(given) > 256:
         return None
     try:
-        holder = auth.token_holder(db, given)
+        holder = access.token_holder(db, given)
     except RagError as exc:
         log.warning("a sign-in with a token other than the server's was refused: %s", exc.message)
         return None
     if holder is None or settings.members(holder.target) is None:
         return None
-    return auth.token_digest(given).hex()
+    return access.token_digest(given).hex()
 
 
 class SignInLimiter:

@@ -119,12 +119,21 @@ def overview(service: Service, names: list[str]) -> list[dict[str, Any]]:
                 "chunks": chunks,
                 "failed": sum(s.failed_files for s in statuses),
                 "pending": pending,
-                "ready": 1.0 if not chunks else min(s.vectors_ready for s in statuses),
+                "ready": _ready([s.vectors_ready for s in statuses], chunks),
                 "roots_missing": sum(1 for s in statuses for r in s.repos if not r.available),
                 "running": any(s.sweep_running for s in statuses),
             }
         )
     return rows
+
+
+def _ready(shares: list[float | None], chunks: int) -> float | None:
+    """The least share of vectors ready among a row's projects; None when they are
+    model-free (vectors off)."""
+    known = [share for share in shares if share is not None]
+    if not known:
+        return None if shares else 1.0
+    return 1.0 if not chunks else min(known)
 
 
 # --- the search box -------------------------------------------------------------------------
