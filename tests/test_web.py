@@ -53,7 +53,7 @@ from web_fixtures import (
 )
 
 from indexer.db import Database, Schema, store
-from rag_server import auth
+from rag_server import access
 from rag_server.app import create_app
 from rag_server.config import IndexerSettings
 from rag_server.web.pages import CSP, SIGN_IN_REFUSED
@@ -113,7 +113,7 @@ def test_signing_in_sets_a_signed_strict_http_only_expiring_cookie_that_holds_no
     value = browsing.http.cookies["code_rag_session"]
     assert site.shop_token not in value and TOKEN not in value
     session = Session.open(value, session_key(TOKEN))
-    assert session is not None and session.who == auth.token_digest(site.shop_token).hex()
+    assert session is not None and session.who == access.token_digest(site.shop_token).hex()
     assert Session.open(value, session_key("another server token")) is None
 
 
@@ -155,8 +155,8 @@ def test_signing_in_needs_the_form_s_csrf_value(site: Site, browsing: Browsing) 
 def test_every_refused_sign_in_is_the_same_answer(
     site: Site, browsing: Browsing, database: Database
 ) -> None:
-    kept, revoked = auth.add_token(database, site.served.settings, site.garden)
-    auth.revoke_token(database, kept.name)
+    kept, revoked = access.add_token(database, site.served.settings, site.garden)
+    access.revoke_token(database, kept.name)
     form = browsing.get("/web/sign-in")
     csrf = csrf_of(form.text)
     answers = [
@@ -251,11 +251,11 @@ def test_a_project_token_sees_its_project_only_and_a_guessed_url_is_refused_alik
 def test_a_revoked_token_signs_its_session_out_at_the_next_page(
     site: Site, database: Database
 ) -> None:
-    kept, token = auth.add_token(database, site.served.settings, site.shop)
+    kept, token = access.add_token(database, site.served.settings, site.shop)
     with site.browsing() as client:
         assert client.sign_in(token).status_code == 303
         assert client.get(f"/web/p/{site.shop}").status_code == 200
-        auth.revoke_token(database, kept.name)
+        access.revoke_token(database, kept.name)
         assert client.get(f"/web/p/{site.shop}").status_code == 303
 
 
@@ -461,7 +461,7 @@ def test_a_failing_database_is_said_on_the_page_and_ends_a_made_token_s_session(
     with OllamaStandin() as standin:
         index(db, projects[name], standin)
         settings = server_settings(work_dir, projects, standin, proxy.dsn)
-        kept, token = auth.add_token(db, settings, name)
+        kept, token = access.add_token(db, settings, name)
         app = create_app(
             settings, database=db, embedder=standin_embedder(standin), schedule=False, watch=False
         )
@@ -483,7 +483,7 @@ def test_a_failing_database_is_said_on_the_page_and_ends_a_made_token_s_session(
         finally:
             db.close()
             proxy.close()
-            auth.revoke_token(database, kept.name)
+            access.revoke_token(database, kept.name)
             drop_projects(database, [name])
 
 

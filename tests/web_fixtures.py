@@ -34,7 +34,7 @@ from server_fixtures import (
 )
 
 from indexer.db import Database
-from rag_server import auth
+from rag_server import access
 from rag_server.app import create_app
 
 RTL = "\u202e"  # RIGHT-TO-LEFT OVERRIDE
@@ -179,13 +179,13 @@ def site(database: Database) -> Iterator[Site]:
             schedule=False,
             watch=False,
         )
-        kept, token = auth.add_token(database, settings, shop)
+        kept, token = access.add_token(database, settings, shop)
         try:
             with running(app, settings) as served:
                 yield Site(
                     served, database, standin, shop, garden, both, gone, token, kept.name, base
                 )
         finally:
-            auth.revoke_token(database, kept.name)
+            access.revoke_token(database, kept.name)
             drop_projects(database, list(projects))
     shutil.rmtree(base, ignore_errors=True)
