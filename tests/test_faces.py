@@ -28,9 +28,12 @@ WINGS = (
 
 
 def modules(package: str) -> Iterator[tuple[str, Path]]:
-    """Every module of `package` by its dotted name (a package by its own name)."""
+    """Every module of `package` by its dotted name (a package by its own name); folders whose
+    names start with a dot (bench/.cache: fetched corpora, not our code) are not modules."""
     for path in sorted((CHECKOUT / package).rglob("*.py")):
         parts = path.relative_to(CHECKOUT).with_suffix("").parts
+        if any(part.startswith(".") for part in parts):
+            continue
         yield ".".join(parts[:-1] if parts[-1] == "__init__" else parts), path
 
 
