@@ -9,8 +9,8 @@ index serves before its vectors, and what a model-free server serves always. Pla
 bench/eval/baseline.py's over the question's library. No model is loaded; the tables, the
 scores and the per-query JSON are run.py's.
 
-    .venv/bin/python -m bench.eval.files.run --provider none                # the test split
-    .venv/bin/python -m bench.eval.files.run --provider none --split tune --json out.json
+    .venv/bin/python -m bench.eval.files.model_free                # the test split
+    .venv/bin/python -m bench.eval.files.model_free --split tune --json out.json
 """
 
 from __future__ import annotations
@@ -36,6 +36,7 @@ from bench.eval.files.run import (
     group_table,
     missing_targets,
     paired,
+    parser,
     summary_table,
 )
 from bench.eval.files.score import K, QueryScore, Summary, rank_files, score
@@ -183,3 +184,17 @@ def write_json(
     }
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(out, indent=1, ensure_ascii=False) + "\n")
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = parser(__doc__.split("\n\n")[0])
+    args = ap.parse_args(argv)
+    if not K <= args.depth <= 50:
+        ap.error(f"--depth must be from {K} to 50")
+    if args.model is not None:
+        ap.error("--model: the model-free eval loads no model")
+    run(args.split, args.limit, args.depth, args.json, args.cache, args.data, args.lenient)
+
+
+if __name__ == "__main__":
+    main()

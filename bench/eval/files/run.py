@@ -20,7 +20,7 @@ term statistics are per project, so neither part's figures depend on the other's
     .venv/bin/python -m bench.eval.files.run                        # the test split
     .venv/bin/python -m bench.eval.files.run --split tune --json bench/.cache/files/tune.json
     .venv/bin/python -m bench.eval.files.run --split unseen         # after a lever is chosen
-    .venv/bin/python -m bench.eval.files.run --provider none       # no model at all: model_free.py
+    .venv/bin/python -m bench.eval.files.model_free                # no model at all
 
 A first run embeds every chunk of the corpus and every baseline window (tens of minutes on a
 few cores); later runs reuse the index, the window vectors and the query vectors.
@@ -312,8 +312,9 @@ def write_json(
     path.write_text(json.dumps(out, indent=1, ensure_ascii=False) + "\n")
 
 
-def main(argv: list[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def parser(description: str) -> argparse.ArgumentParser:
+    """The options this eval and its model-free twin (model_free.py) share."""
+    ap = argparse.ArgumentParser(description=description)
     ap.add_argument(
         "--split",
         choices=("test", "tune", "all", UNSEEN),
@@ -333,22 +334,14 @@ def main(argv: list[str] | None = None) -> None:
         action="store_true",
         help="go on without refused libraries and faulty questions (saying which)",
     )
-    ap.add_argument(
-        "--provider",
-        choices=("local", "none"),
-        default="local",
-        help="none: code-rag model-free (no model; its own index, rows only) beside plain BM25",
-    )
+    return ap
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = parser(__doc__.split("\n\n")[0])
     args = ap.parse_args(argv)
     if not K <= args.depth <= 50:
         ap.error(f"--depth must be from {K} to 50")
-    if args.provider == "none":
-        from bench.eval.files import model_free
-
-        model_free.run(
-            args.split, args.limit, args.depth, args.json, args.cache, args.data, args.lenient
-        )
-        return
     run(
         args.split,
         args.limit,
