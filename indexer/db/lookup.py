@@ -58,11 +58,13 @@ def vector_candidates(
     # Never prepared: after a few runs on one connection PostgreSQL would switch a prepared
     # statement to its generic plan, which sorts the whole table by distance (≈ 0.7 s at 100k
     # chunks, against ≈ 5 ms through the HNSW index); planning it each time costs ≈ 0.2 ms.
+    conn.execute(queries.WALK_VECTOR_GRAPHS)
     rows = conn.execute(
         schema.sql(queries.VECTOR_CANDIDATES),
         {**filters, "vector": vector, "limit": limit},
         prepare=False,
     ).fetchall()
+    conn.execute(queries.RESET_PLANNER)
     return [Ranked(r[0], 1.0 - float(r[1]), r[2], r[3]) for r in rows]
 
 
