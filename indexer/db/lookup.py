@@ -68,6 +68,28 @@ def vector_candidates(
     return [Ranked(r[0], 1.0 - float(r[1]), r[2], r[3]) for r in rows]
 
 
+def warm_relations(conn: Conn, schema: Schema) -> list[tuple[int, str, int]]:
+    """(oid, name, bytes) of the relations a search of the project reads at random, in the
+    order to warm them (`queries.WARM_RELATION_NAMES`); none where pg_prewarm is missing."""
+    if conn.execute(queries.PREWARM_READY).fetchone() is None:
+        return []
+    rows = conn.execute(
+        queries.WARM_RELATIONS, {"schema": schema.name, "names": queries.WARM_RELATION_NAMES}
+    ).fetchall()
+    return [(int(r[0]), str(r[1]), int(r[2])) for r in rows]
+
+
+def shared_buffers_bytes(conn: Conn) -> int:
+    row = conn.execute(queries.SHARED_BUFFERS_BYTES).fetchone()
+    return int(row[0]) if row else 0
+
+
+def prewarm(conn: Conn, oid: int) -> int:
+    """Read relation `oid` into PostgreSQL's buffers; return the blocks read."""
+    row = conn.execute(queries.PREWARM, {"oid": oid}).fetchone()
+    return int(row[0]) if row else 0
+
+
 def keyword_candidates(
     conn: Conn, schema: Schema, params: Mapping[str, Any], terms: int | None
 ) -> list[Ranked]:

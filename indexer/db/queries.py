@@ -393,3 +393,19 @@ def grep(line_op: str, block: BlockMatch, *, exclude_definitions: bool = False) 
 
 
 CHECK_REGEX = "SELECT '' ~ %(pattern)s"
+# Warming the search up after a start: the relations a search reads at random, the vectors'
+# graphs first, read into PostgreSQL's buffers by pg_prewarm (where the database has it), so
+# that the first searches do not fetch them page by page.
+PREWARM_READY = "SELECT 1 FROM pg_extension WHERE extname = 'pg_prewarm'"
+SHARED_BUFFERS_BYTES = "SELECT pg_size_bytes(current_setting('shared_buffers'))"
+WARM_RELATIONS = """
+SELECT c.oid, c.relname, pg_relation_size(c.oid) AS bytes
+  FROM pg_class c
+  JOIN pg_namespace n ON n.oid = c.relnamespace
+ WHERE n.nspname = %(schema)s
+   AND c.relname = ANY(%(names)s)
+ ORDER BY array_position(%(names)s, c.relname::text)
+"""
+# The graphs, then the keyword side's index.
+WARM_RELATION_NAMES = ["rag_chunk_embedding_hnsw", "rag_symbol_embedding_hnsw", "rag_chunk_tsv"]
+PREWARM = "SELECT pg_prewarm(%(oid)s::oid::regclass)"

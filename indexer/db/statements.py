@@ -101,6 +101,9 @@ UPDATE "code-rag".access_token SET last_used_at = now()
 PG_TRGM_INSTALLED = "SELECT extversion FROM pg_extension WHERE extname = 'pg_trgm'"
 PG_TRGM_AVAILABLE = "SELECT default_version FROM pg_available_extensions WHERE name = 'pg_trgm'"
 CREATE_PG_TRGM = "CREATE EXTENSION IF NOT EXISTS pg_trgm"
+# Optional: a server after a start reads the search's indexes into memory with it.
+PG_PREWARM_AVAILABLE = "SELECT 1 FROM pg_available_extensions WHERE name = 'pg_prewarm'"
+CREATE_PG_PREWARM = "CREATE EXTENSION IF NOT EXISTS pg_prewarm"
 DATABASE_EXISTS = "SELECT 1 FROM pg_database WHERE datname = %(name)s"
 # For the current transaction only (is_local = true): the pool's connections stay as they were.
 SET_STATEMENT_TIMEOUT = "SELECT set_config('statement_timeout', %(ms)s, true)"

@@ -4,7 +4,7 @@ itself and the file-event path beside it (`run`), and what a sweep reports (`rep
 `sweep_project(...) -> SweepReport` is what the scheduler, the CLI and the admin endpoint call.
 """
 
-from indexer.sweep.report import ProgressCallback, SweepProgress, SweepReport
+from indexer.sweep.report import EmbeddingWork, ProgressCallback, SweepProgress, SweepReport
 from indexer.sweep.run import DEFAULT_FILES_PER_COMMIT, SweepOptions, apply_changes, sweep_project
 from indexer.sweep.walk import (
     DEFAULT_MAX_FILE_BYTES,
@@ -17,6 +17,7 @@ __all__ = [
     "DEFAULT_FILES_PER_COMMIT",
     "DEFAULT_MAX_FILE_BYTES",
     "DEFAULT_SKIP_DIRS",
+    "EmbeddingWork",
     "ProgressCallback",
     "SweepOptions",
     "SweepProgress",
