@@ -495,9 +495,13 @@ class Database:
     ) -> Iterator[psycopg.Connection[Any]]:
         """A pooled connection for an interactive read: its statements give up after
         `timeout_ms` (for the transaction it runs in only), so a request never hangs on a
-        stuck database. Sweeps use `connection()`: index builds may take minutes."""
+        stuck database, and are planned for an index held in memory (`SET_READ_SETTINGS`).
+        Sweeps use `connection()`: index builds may take minutes."""
         with self.connection(what) as conn:
-            conn.execute(statements.SET_STATEMENT_TIMEOUT, {"ms": str(timeout_ms)})
+            conn.execute(
+                statements.SET_READ_SETTINGS,
+                {"ms": str(timeout_ms), "random_page_cost": statements.READ_RANDOM_PAGE_COST},
+            )
             yield conn
 
     def indexing_servers(self) -> list[str]:

@@ -58,13 +58,16 @@ def vector_candidates(
     # Never prepared: after a few runs on one connection PostgreSQL would switch a prepared
     # statement to its generic plan, which sorts the whole table by distance (≈ 0.7 s at 100k
     # chunks, against ≈ 5 ms through the HNSW index); planning it each time costs ≈ 0.2 ms.
-    conn.execute(queries.WALK_VECTOR_GRAPHS)
+    # Unfiltered, the graphs are walked (`queries.WALK_VECTOR_GRAPHS`); filtered, the
+    # planner may take the files the filter leaves first, exactly.
+    planner = None if any(filters.values()) else conn.execute(queries.WALK_VECTOR_GRAPHS).fetchone()
     rows = conn.execute(
         schema.sql(queries.VECTOR_CANDIDATES),
         {**filters, "vector": vector, "limit": limit},
         prepare=False,
     ).fetchall()
-    conn.execute(queries.RESET_PLANNER)
+    if planner is not None:
+        conn.execute(queries.RESTORE_PLANNER, {"seqscan": planner[0], "sort": planner[1]})
     return [Ranked(r[0], 1.0 - float(r[1]), r[2], r[3]) for r in rows]
 
 

@@ -29,15 +29,20 @@ _CHUNK_FILTERS = (
     + "))\n"
 )
 SET_EF_SEARCH = "SELECT set_config('hnsw.ef_search', %(ef)s, true)"
-# The vector statement walks the HNSW graphs, whatever the planner reckons: it costs each
-# vector as if read with its row, but vectors over 2 kB (768-d) live in TOAST, so it would pick
-# a scan and sort of every vector (the definitions' table: ~90,000 buffers, a second, at 29,000
-# vectors) over the graph (a few thousand). Set for the vector statement alone (until the
-# transaction ends or `RESET_PLANNER`); with no graph yet (a first index) the scan is all there is.
-WALK_VECTOR_GRAPHS = (
-    "SELECT set_config('enable_seqscan', 'off', true), set_config('enable_sort', 'off', true)"
+# An unfiltered vector statement walks the HNSW graphs, whatever the planner reckons: it costs
+# each vector as if read with its row, but vectors over 2 kB (768-d) live in TOAST, so it would
+# pick a scan and sort of every vector (the definitions' table: ~90,000 buffers, a second, at
+# 29,000 vectors) over the graph (a few thousand). Set for that statement alone: the settings
+# as they were come back with it and are put back after (`RESTORE_PLANNER`). With no graph yet
+# (a first index) the scan is all there is.
+WALK_VECTOR_GRAPHS = """
+SELECT current_setting('enable_seqscan'), current_setting('enable_sort'),
+       set_config('enable_seqscan', 'off', true), set_config('enable_sort', 'off', true)
+"""
+RESTORE_PLANNER = (
+    "SELECT set_config('enable_seqscan', %(seqscan)s, true), "
+    "set_config('enable_sort', %(sort)s, true)"
 )
-RESET_PLANNER = "RESET enable_seqscan; RESET enable_sort"
 # Filtered searches keep scanning the HNSW graph until enough rows pass the filters
 # (pgvector >= 0.8); without it a filter would thin out a short candidate list.
 SET_ITERATIVE_SCAN = "SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true)"

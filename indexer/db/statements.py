@@ -52,7 +52,8 @@ UPDATE "code-rag".embedding_cache SET used = current_date
 """
 SHARED_PUT = """
 INSERT INTO "code-rag".embedding_cache (model, digest, embedding)
-VALUES (%(model)s, %(digest)s, %(embedding)s)
+SELECT %(model)s, v.digest, v.embedding
+  FROM unnest(%(digests)s::bytea[], %(embeddings)s::vector[]) AS v(digest, embedding)
 ON CONFLICT (model, digest) DO NOTHING
 """
 SHARED_COUNT = 'SELECT count(*) FROM "code-rag".embedding_cache'
@@ -106,7 +107,15 @@ PG_PREWARM_AVAILABLE = "SELECT 1 FROM pg_available_extensions WHERE name = 'pg_p
 CREATE_PG_PREWARM = "CREATE EXTENSION IF NOT EXISTS pg_prewarm"
 DATABASE_EXISTS = "SELECT 1 FROM pg_database WHERE datname = %(name)s"
 # For the current transaction only (is_local = true): the pool's connections stay as they were.
-SET_STATEMENT_TIMEOUT = "SELECT set_config('statement_timeout', %(ms)s, true)"
+# An interactive read: its statement timeout, and pages read at random costed as what they are
+# for an index held in memory (the embedded server sizes its buffers for that; a server of
+# one's own should too): at PostgreSQL's default of 4 the planner hashed every definition of a
+# project (70 ms at 46,000) to find a few dozen chunks' by index (6 ms).
+SET_READ_SETTINGS = """
+SELECT set_config('statement_timeout', %(ms)s, true),
+       set_config('random_page_cost', %(random_page_cost)s, true)
+"""
+READ_RANDOM_PAGE_COST = "1.1"
 # A read replica's connections: a write that reached one fails instead of changing the index.
 SET_READ_ONLY = "SET default_transaction_read_only = on"
 # The servers that index this database name their connections so (`Database(application_name)`);
@@ -390,13 +399,18 @@ SELECT (SELECT count(*) FROM {schema}.rag_chunk),
        (SELECT count(*) FROM {schema}.rag_symbol WHERE content_sha256 IS NOT NULL)
 """
 # A vector goes in only where the row still holds the text it was made from, and has none yet.
-SET_CHUNK_VECTOR = """
-UPDATE {schema}.rag_chunk SET embedding = %(embedding)s
- WHERE id = %(id)s AND content_sha256 = %(hash)s AND embedding IS NULL
+# One statement a batch (one plan, one round trip).
+SET_CHUNK_VECTORS = """
+UPDATE {schema}.rag_chunk c SET embedding = v.embedding
+  FROM unnest(%(ids)s::bigint[], %(hashes)s::text[], %(embeddings)s::vector[])
+       AS v(id, hash, embedding)
+ WHERE c.id = v.id AND c.content_sha256 = v.hash AND c.embedding IS NULL
 """
-SET_DEFINITION_VECTOR = """
-UPDATE {schema}.rag_symbol SET embedding = %(embedding)s
- WHERE id = %(id)s AND content_sha256 = %(hash)s AND embedding IS NULL
+SET_DEFINITION_VECTORS = """
+UPDATE {schema}.rag_symbol s SET embedding = v.embedding
+  FROM unnest(%(ids)s::bigint[], %(hashes)s::text[], %(embeddings)s::vector[])
+       AS v(id, hash, embedding)
+ WHERE s.id = v.id AND s.content_sha256 = v.hash AND s.embedding IS NULL
 """
 TRY_SWEEP_LOCK = "SELECT pg_try_advisory_lock(hashtext('code-rag:sweep'), hashtext(%(name)s))"
 SWEEP_LOCK = "SELECT pg_advisory_lock(hashtext('code-rag:sweep'), hashtext(%(name)s))"
