@@ -14,7 +14,8 @@ would send Claude Code into OAuth discovery, which fails with a confusing messag
 token gets one and the same answer whatever the reason, so it tells nothing about which projects
 exist or what a token is for. Paths that are no route (`/.well-known/*`, `/register`) never
 reach the guard and are plain 404s. The lifespan opens the database, the embedder and the
-scheduler (each unless given), follows the projects file, and closes what it opened. A read
+scheduler (each unless given), reads the search's indexes into PostgreSQL's buffers before the
+first request (`Service.warm_up`), follows the projects file, and closes what it opened. A read
 replica (`[indexer] enabled = false`) opens the database read-only and starts no scheduler,
 watcher or background vectors: it only answers.
 """

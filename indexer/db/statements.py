@@ -52,8 +52,7 @@ UPDATE "code-rag".embedding_cache SET used = current_date
 """
 SHARED_PUT = """
 INSERT INTO "code-rag".embedding_cache (model, digest, embedding)
-SELECT %(model)s, v.digest, v.embedding
-  FROM unnest(%(digests)s::bytea[], %(embeddings)s::vector[]) AS v(digest, embedding)
+VALUES (%(model)s, %(digest)s, %(embedding)s)
 ON CONFLICT (model, digest) DO NOTHING
 """
 SHARED_COUNT = 'SELECT count(*) FROM "code-rag".embedding_cache'
@@ -399,18 +398,13 @@ SELECT (SELECT count(*) FROM {schema}.rag_chunk),
        (SELECT count(*) FROM {schema}.rag_symbol WHERE content_sha256 IS NOT NULL)
 """
 # A vector goes in only where the row still holds the text it was made from, and has none yet.
-# One statement a batch (one plan, one round trip).
-SET_CHUNK_VECTORS = """
-UPDATE {schema}.rag_chunk c SET embedding = v.embedding
-  FROM unnest(%(ids)s::bigint[], %(hashes)s::text[], %(embeddings)s::vector[])
-       AS v(id, hash, embedding)
- WHERE c.id = v.id AND c.content_sha256 = v.hash AND c.embedding IS NULL
+SET_CHUNK_VECTOR = """
+UPDATE {schema}.rag_chunk SET embedding = %(embedding)s
+ WHERE id = %(id)s AND content_sha256 = %(hash)s AND embedding IS NULL
 """
-SET_DEFINITION_VECTORS = """
-UPDATE {schema}.rag_symbol s SET embedding = v.embedding
-  FROM unnest(%(ids)s::bigint[], %(hashes)s::text[], %(embeddings)s::vector[])
-       AS v(id, hash, embedding)
- WHERE s.id = v.id AND s.content_sha256 = v.hash AND s.embedding IS NULL
+SET_DEFINITION_VECTOR = """
+UPDATE {schema}.rag_symbol SET embedding = %(embedding)s
+ WHERE id = %(id)s AND content_sha256 = %(hash)s AND embedding IS NULL
 """
 TRY_SWEEP_LOCK = "SELECT pg_try_advisory_lock(hashtext('code-rag:sweep'), hashtext(%(name)s))"
 SWEEP_LOCK = "SELECT pg_advisory_lock(hashtext('code-rag:sweep'), hashtext(%(name)s))"

@@ -14,7 +14,6 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-import numpy as np
 import psycopg
 from psycopg import sql as pgsql
 from psycopg.types.json import Jsonb
@@ -469,14 +468,14 @@ def shared_vectors(conn: Conn, model: str, hashes: Sequence[str]) -> dict[str, A
 def share_vectors(conn: Conn, model: str, vectors: Mapping[str, Any]) -> None:
     """Keep `vectors` (by content hash) for every project using `model`."""
     if vectors:
-        conn.execute(
-            statements.SHARED_PUT,
-            {
-                "model": model,
-                "digests": [bytes.fromhex(h) for h in vectors],
-                "embeddings": [_array(v) for v in vectors.values()],
-            },
-        )
+        with conn.cursor() as cur:
+            cur.executemany(
+                statements.SHARED_PUT,
+                [
+                    {"model": model, "digest": bytes.fromhex(h), "embedding": v}
+                    for h, v in vectors.items()
+                ],
+            )
 
 
 def trim_shared_cache(conn: Conn, max_vectors: int = SHARED_CACHE_MAX_VECTORS) -> int:
@@ -584,27 +583,16 @@ def set_vectors(
 ) -> None:
     """Write (id, content hash, vector) of chunks and definitions that wait for theirs; a row
     whose text changed meanwhile (another hash), or that was removed, is left alone."""
-    with conn.transaction():
+    with conn.transaction(), conn.cursor() as cur:
         for statement, rows in (
-            (statements.SET_CHUNK_VECTORS, chunks),
-            (statements.SET_DEFINITION_VECTORS, definitions),
+            (statements.SET_CHUNK_VECTOR, chunks),
+            (statements.SET_DEFINITION_VECTOR, definitions),
         ):
             if rows:
-                conn.execute(
+                cur.executemany(
                     schema.sql(statement),
-                    {
-                        "ids": [i for i, _, _ in rows],
-                        "hashes": [h for _, h, _ in rows],
-                        "embeddings": [_array(v) for _, _, v in rows],
-                    },
+                    [{"id": i, "hash": h, "embedding": v} for i, h, v in rows],
                 )
-
-
-def _array(vector: Any) -> Any:
-    """A vector as float32 numpy (from a list, an array, or pgvector's `Vector` as read back),
-    so that a batch of them goes in as one `vector[]` parameter."""
-    to_numpy = getattr(vector, "to_numpy", None)
-    return np.asarray(to_numpy() if callable(to_numpy) else vector, dtype=np.float32)
 
 
 def try_vectors_lock(conn: Conn, schema: Schema) -> bool:
