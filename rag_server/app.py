@@ -17,7 +17,8 @@ Claude Code into OAuth discovery, which fails with a confusing message. A refuse
 token gets one and the same answer whatever the reason, so it tells nothing about which projects
 exist or what a token is for. Paths that are no route (`/.well-known/*`, `/register`) never
 reach the guard and are plain 404s. The lifespan opens the database, the embedder and the
-scheduler (each unless given), follows the projects file, and closes what it opened. A read
+scheduler (each unless given), reads the search's indexes into PostgreSQL's buffers before the
+first request (`Service.warm_up`), follows the projects file, and closes what it opened. A read
 replica (`[indexer] enabled = false`) opens the database read-only and starts no scheduler,
 watcher or background vectors: it only answers.
 """
@@ -61,6 +62,8 @@ from rag_server.watch import Watchers
 
 log = logging.getLogger("code_rag.app")
 
+# How long a start waits for the search's indexes to be read into memory (`Service.warm_up`).
+WARM_WAIT_S = 20.0
 MAX_BODY_BYTES = 1_048_576  # one JSON-RPC message; ours are a few hundred bytes
 TOKEN_HEADER = "x-rag-token"
 LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})
@@ -288,6 +291,11 @@ def create_app(
         projects_file = ProjectsFile(service) if follow else None
         app.state.service = service
         app.state.projects_file = projects_file
+        # The search's indexes read into memory before the first request, within a bound (a
+        # larger index goes on warming while requests are answered).
+        warming = threading.Thread(target=service.warm_up, name="code-rag-warm-up", daemon=True)
+        warming.start()
+        await anyio.to_thread.run_sync(warming.join, WARM_WAIT_S)
         try:
             if watchers is not None:
                 watchers.start()

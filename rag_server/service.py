@@ -28,7 +28,7 @@ from datetime import datetime
 from typing import Any
 
 from indexer.clock import iso, now
-from indexer.db import Database, PendingCounts, Schema, store
+from indexer.db import Database, PendingCounts, Schema, lookup, store
 from indexer.embed import Embedder
 from indexer.errors import ProjectNotFound, RagError, ReadReplica, SweepRunning
 from indexer.project import Project
@@ -41,6 +41,9 @@ from rag_server.vectors import VectorWorker
 log = logging.getLogger("code_rag.service")
 
 BACKGROUND_SWEEPS = 2
+# The share of PostgreSQL's shared buffers that warming the search up after a start may fill.
+WARM_SHARE = 0.5
+WARM_TIMEOUT_MS = 120_000  # per project
 # How long a project's count of pending vectors is reused by searches (seconds).
 PENDING_TTL_S = 2.0
 # The status of a project whose file events are not followed (watching off in the settings).
@@ -485,6 +488,33 @@ class Service:
             if pending:
                 log.info("%s: %d vectors pending; embedding them in the background", name, pending)
                 self.vectors.queue(name)
+
+    def warm_up(self) -> int:
+        """Read each project's search indexes (the vectors' graphs, then the keyword index)
+        into PostgreSQL's buffers, within WARM_SHARE of them, and return the bytes read. After
+        a start the buffers are empty: without this the first searches fetch the graphs page
+        by page, each taking many times a later one's time. Needs pg_prewarm in the database;
+        a failure is logged, never raised (searches work cold)."""
+        started = time.perf_counter()
+        warmed = 0
+        try:
+            for name in list(self.projects):
+                with self.db.reading(f"warming up the search of {name}", WARM_TIMEOUT_MS) as conn:
+                    budget = int(lookup.shared_buffers_bytes(conn) * WARM_SHARE)
+                    for oid, _relation, size in lookup.warm_relations(conn, Schema(name)):
+                        if warmed + size <= budget:
+                            lookup.prewarm(conn, oid)
+                            warmed += size
+                    conn.rollback()
+        except RagError as exc:
+            log.warning("warming up the search stopped: %s", exc.message)
+        if warmed:
+            log.info(
+                "search warmed up: %.0f MB of indexes read in %.1f s",
+                warmed / 1e6,
+                time.perf_counter() - started,
+            )
+        return warmed
 
     def never_swept(self, name: str) -> bool:
         """True when the project has no schema yet or no finished sweep."""

@@ -426,3 +426,25 @@ def test_the_vector_side_answers_from_the_vectors_in_before_the_graphs_exist(
     assert vector_indexes(conn, project.name) == set()  # not before every vector is in
     hits = search_code(database, project, embedder, "job_3", top_k=10, mode="vector")
     assert hits and all(hit.path.endswith("job.py") for hit in hits)
+
+
+def test_a_text_already_stored_takes_its_vector_as_read_back(
+    database: Database, conn: Conn, project_name: str, tmp_path: Path, embedder: Any
+) -> None:
+    # The same text in two files, one pending row a round: the second round finds the first's
+    # vector stored (read back as pgvector's own type) and writes it without embedding.
+    root = tmp_path / "twins"
+    for folder in ("a", "b"):
+        (root / folder).mkdir(parents=True)
+        (root / folder / "same.py").write_text("def twin(x):\n    return x + 1\n", "utf-8")
+    project = Project(project_name, (Root(root, "src"),))
+    sweep_project(database, project, embedder, ROWS_FIRST)
+    report = embed_pending(database, project, embedder, batch=1)
+    assert report.outcome == "ok" and report.reused >= 1 and report.pending == 0
+    vectors = conn.execute(
+        pgsql.SQL("SELECT DISTINCT embedding::text FROM {}").format(
+            pgsql.Identifier(project_name, "rag_chunk")
+        )
+    ).fetchall()
+    conn.rollback()
+    assert len(vectors) == 1

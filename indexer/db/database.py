@@ -263,6 +263,7 @@ def prepare_database(dsn: str, *, writable: bool = True) -> tuple[str, str]:
             )
         _ensure_pg_trgm(conn, where, writable=writable)
         if writable:
+            _ensure_pg_prewarm(conn, where)
             _ensure_shared_cache(conn, where)
             _ensure_access_tokens(conn, where)
     return str(pg_version), vector_version
@@ -292,6 +293,21 @@ def _ensure_access_tokens(conn: psycopg.Connection[Any], where: str) -> None:
         "tokens for a project or a group cannot be kept, only the server token opens the "
         "endpoints",
     )
+
+
+def _ensure_pg_prewarm(conn: psycopg.Connection[Any], where: str) -> None:
+    """pg_prewarm lets a server read the search's indexes into memory as it starts; without it
+    (not shipped, or this user may not enable it) the first searches read them as they go."""
+    if conn.execute(statements.PG_PREWARM_AVAILABLE).fetchone() is None:
+        return
+    try:
+        conn.execute(statements.CREATE_PG_PREWARM)
+    except psycopg.errors.InsufficientPrivilege:
+        log.info(
+            "PostgreSQL at %s: pg_prewarm is not enabled and this user may not enable it; "
+            "the first searches after a start read the indexes as they go",
+            where,
+        )
 
 
 def _ensure_shared(conn: psycopg.Connection[Any], steps: Sequence[str], refused: str) -> None:
@@ -479,9 +495,13 @@ class Database:
     ) -> Iterator[psycopg.Connection[Any]]:
         """A pooled connection for an interactive read: its statements give up after
         `timeout_ms` (for the transaction it runs in only), so a request never hangs on a
-        stuck database. Sweeps use `connection()`: index builds may take minutes."""
+        stuck database, and are planned for an index held in memory (`SET_READ_SETTINGS`).
+        Sweeps use `connection()`: index builds may take minutes."""
         with self.connection(what) as conn:
-            conn.execute(statements.SET_STATEMENT_TIMEOUT, {"ms": str(timeout_ms)})
+            conn.execute(
+                statements.SET_READ_SETTINGS,
+                {"ms": str(timeout_ms), "random_page_cost": statements.READ_RANDOM_PAGE_COST},
+            )
             yield conn
 
     def indexing_servers(self) -> list[str]:

@@ -58,12 +58,39 @@ def vector_candidates(
     # Never prepared: after a few runs on one connection PostgreSQL would switch a prepared
     # statement to its generic plan, which sorts the whole table by distance (≈ 0.7 s at 100k
     # chunks, against ≈ 5 ms through the HNSW index); planning it each time costs ≈ 0.2 ms.
+    # Unfiltered, the graphs are walked (`queries.WALK_VECTOR_GRAPHS`); filtered, the
+    # planner may take the files the filter leaves first, exactly.
+    planner = None if any(filters.values()) else conn.execute(queries.WALK_VECTOR_GRAPHS).fetchone()
     rows = conn.execute(
         schema.sql(queries.VECTOR_CANDIDATES),
         {**filters, "vector": vector, "limit": limit},
         prepare=False,
     ).fetchall()
+    if planner is not None:
+        conn.execute(queries.RESTORE_PLANNER, {"seqscan": planner[0], "sort": planner[1]})
     return [Ranked(r[0], 1.0 - float(r[1]), r[2], r[3]) for r in rows]
+
+
+def warm_relations(conn: Conn, schema: Schema) -> list[tuple[int, str, int]]:
+    """(oid, name, bytes) of the relations a search of the project reads at random, in the
+    order to warm them (`queries.WARM_RELATION_NAMES`); none where pg_prewarm is missing."""
+    if conn.execute(queries.PREWARM_READY).fetchone() is None:
+        return []
+    rows = conn.execute(
+        queries.WARM_RELATIONS, {"schema": schema.name, "names": queries.WARM_RELATION_NAMES}
+    ).fetchall()
+    return [(int(r[0]), str(r[1]), int(r[2])) for r in rows]
+
+
+def shared_buffers_bytes(conn: Conn) -> int:
+    row = conn.execute(queries.SHARED_BUFFERS_BYTES).fetchone()
+    return int(row[0]) if row else 0
+
+
+def prewarm(conn: Conn, oid: int) -> int:
+    """Read relation `oid` into PostgreSQL's buffers; return the blocks read."""
+    row = conn.execute(queries.PREWARM, {"oid": oid}).fetchone()
+    return int(row[0]) if row else 0
 
 
 def keyword_candidates(

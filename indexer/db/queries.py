@@ -29,6 +29,20 @@ _CHUNK_FILTERS = (
     + "))\n"
 )
 SET_EF_SEARCH = "SELECT set_config('hnsw.ef_search', %(ef)s, true)"
+# An unfiltered vector statement walks the HNSW graphs, whatever the planner reckons: it costs
+# each vector as if read with its row, but vectors over 2 kB (768-d) live in TOAST, so it would
+# pick a scan and sort of every vector (the definitions' table: ~90,000 buffers, a second, at
+# 29,000 vectors) over the graph (a few thousand). Set for that statement alone: the settings
+# as they were come back with it and are put back after (`RESTORE_PLANNER`). With no graph yet
+# (a first index) the scan is all there is.
+WALK_VECTOR_GRAPHS = """
+SELECT current_setting('enable_seqscan'), current_setting('enable_sort'),
+       set_config('enable_seqscan', 'off', true), set_config('enable_sort', 'off', true)
+"""
+RESTORE_PLANNER = (
+    "SELECT set_config('enable_seqscan', %(seqscan)s, true), "
+    "set_config('enable_sort', %(sort)s, true)"
+)
 # Filtered searches keep scanning the HNSW graph until enough rows pass the filters
 # (pgvector >= 0.8); without it a filter would thin out a short candidate list.
 SET_ITERATIVE_SCAN = "SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true)"
@@ -369,3 +383,19 @@ def grep(line_op: str, block: BlockMatch, *, exclude_definitions: bool = False) 
 
 
 CHECK_REGEX = "SELECT '' ~ %(pattern)s"
+# Warming the search up after a start: the relations a search reads at random, the vectors'
+# graphs first, read into PostgreSQL's buffers by pg_prewarm (where the database has it), so
+# that the first searches do not fetch them page by page.
+PREWARM_READY = "SELECT 1 FROM pg_extension WHERE extname = 'pg_prewarm'"
+SHARED_BUFFERS_BYTES = "SELECT pg_size_bytes(current_setting('shared_buffers'))"
+WARM_RELATIONS = """
+SELECT c.oid, c.relname, pg_relation_size(c.oid) AS bytes
+  FROM pg_class c
+  JOIN pg_namespace n ON n.oid = c.relnamespace
+ WHERE n.nspname = %(schema)s
+   AND c.relname = ANY(%(names)s)
+ ORDER BY array_position(%(names)s, c.relname::text)
+"""
+# The graphs, then the keyword side's index.
+WARM_RELATION_NAMES = ["rag_chunk_embedding_hnsw", "rag_symbol_embedding_hnsw", "rag_chunk_tsv"]
+PREWARM = "SELECT pg_prewarm(%(oid)s::oid::regclass)"

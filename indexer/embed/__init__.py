@@ -15,9 +15,12 @@ from indexer.embed.embedder import (
     EmbedBatchResult,
     Embedder,
     EmbeddingModel,
+    count_tokens,
     ensure_same_model,
+    estimate_tokens,
     needs_reembed,
     reembed_warning,
+    tokens_embedded,
 )
 from indexer.embed.export import BUNDLED_SOURCE, export_model, resolve_source
 from indexer.embed.factory import make_embedder
@@ -33,10 +36,13 @@ __all__ = [
     "EmbedBatchResult",
     "Embedder",
     "EmbeddingModel",
+    "count_tokens",
     "ensure_same_model",
+    "estimate_tokens",
     "export_model",
     "make_embedder",
     "needs_reembed",
     "reembed_warning",
     "resolve_source",
+    "tokens_embedded",
 ]

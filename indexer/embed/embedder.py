@@ -11,7 +11,7 @@ Vectors are plain `list[float]` (what pgvector and JSON take), never numpy array
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
@@ -134,6 +134,9 @@ class EmbedBatchResult:
     refused: tuple[RefusedInput, ...] = ()
     split_inputs: int = 0  # local: inputs embedded as several windows and averaged
     seconds: float = 0.0
+    # Tokens of the texts as given (no prefix, no special tokens) by the model's tokenizer,
+    # where the embedder has it (local); None: the caller estimates them (`count_tokens`).
+    tokens: int | None = None
 
     def require_all(self) -> list[list[float]]:
         """Every vector, or `EmbeddingRefused` naming the inputs that have none."""
@@ -154,6 +157,7 @@ class EmbedReport:
     split_inputs: int = 0
     truncated: list[TruncatedInput] = field(default_factory=list)
     refused: list[RefusedInput] = field(default_factory=list)
+    tokens: int | None = None
 
     def result(self, vectors: list[list[float] | None], seconds: float) -> EmbedBatchResult:
         return EmbedBatchResult(
@@ -165,6 +169,7 @@ class EmbedReport:
             refused=tuple(sorted(self.refused, key=lambda r: r.index)),
             split_inputs=self.split_inputs,
             seconds=seconds,
+            tokens=self.tokens,
         )
 
 
@@ -188,6 +193,30 @@ class Embedder(Protocol):
         ...
 
     def close(self) -> None: ...
+
+
+# --- tokens ---------------------------------------------------------------------------------
+
+# Where the embedder cannot count its model's tokens (Ollama tokenizes on its side), they are
+# estimated from characters: code runs at 1-2 characters per token, prose at about 4.
+CHARS_PER_TOKEN = 3
+
+
+def estimate_tokens(texts: Iterable[str]) -> int:
+    """Tokens of `texts` estimated from their length (CHARS_PER_TOKEN characters a token)."""
+    return sum(-(-len(text) // CHARS_PER_TOKEN) for text in texts)
+
+
+def count_tokens(embedder: object, texts: Sequence[str]) -> int:
+    """Tokens of `texts` (no prefix, no special tokens) by the embedder's own tokenizer where
+    it has one (`count_tokens`: the local model), else `estimate_tokens`."""
+    counter = getattr(embedder, "count_tokens", None)
+    return int(counter(texts)) if callable(counter) else estimate_tokens(texts)
+
+
+def tokens_embedded(result: EmbedBatchResult, embedder: object, texts: Sequence[str]) -> int:
+    """Tokens of the `texts` an embedding call was given: its own count, or `count_tokens`."""
+    return result.tokens if result.tokens is not None else count_tokens(embedder, texts)
 
 
 # --- model bookkeeping ----------------------------------------------------------------------

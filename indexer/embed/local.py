@@ -292,6 +292,12 @@ class LocalEmbedder:
     def close(self) -> None:
         """Nothing to release: the model stays loaded for the process's other embedders."""
 
+    def count_tokens(self, texts: Sequence[str]) -> int:
+        """Tokens of `texts` by the model's tokenizer (no prefix, no special tokens)."""
+        tokenizer = self.runtime.tokenizer
+        encode = getattr(tokenizer, "encode_batch_fast", tokenizer.encode_batch)  # no offsets
+        return sum(len(enc.ids) for enc in encode(list(texts), add_special_tokens=False))
+
     def pieces(self, texts: Sequence[str]) -> list[str]:
         """What the model runs for `texts` as documents: each text, or each window of a text
         longer than the model's, with the document prefix (one run each)."""
@@ -310,6 +316,7 @@ class LocalEmbedder:
         prefix_tokens = len(rt.tokenizer.encode(prefix, add_special_tokens=False).ids)
         window = max(self.manifest.max_tokens - rt.frame - prefix_tokens - _WINDOW_MARGIN, 8)
         encoded = rt.tokenizer.encode_batch(texts, add_special_tokens=False)
+        report.tokens = (report.tokens or 0) + sum(len(enc.ids) for enc in encoded)
         pieces: list[str] = []
         owners: list[int] = []
         weights: list[float] = []

@@ -15,7 +15,12 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from indexer.sweep.options import DEFAULT_FILES_PER_COMMIT, SweepOptions
-    from indexer.sweep.report import ProgressCallback, SweepProgress, SweepReport
+    from indexer.sweep.report import (
+        EmbeddingWork,
+        ProgressCallback,
+        SweepProgress,
+        SweepReport,
+    )
     from indexer.sweep.run import apply_changes, sweep_project
     from indexer.sweep.vectors import VectorProgress, VectorReport, embed_pending
     from indexer.sweep.walk import (
@@ -29,6 +34,7 @@ if TYPE_CHECKING:
 _HOMES = {
     "DEFAULT_FILES_PER_COMMIT": "options",
     "SweepOptions": "options",
+    "EmbeddingWork": "report",
     "ProgressCallback": "report",
     "SweepProgress": "report",
     "SweepReport": "report",
@@ -47,6 +53,7 @@ __all__ = [
     "DEFAULT_FILES_PER_COMMIT",
     "DEFAULT_MAX_FILE_BYTES",
     "DEFAULT_SKIP_DIRS",
+    "EmbeddingWork",
     "ProgressCallback",
     "SweepOptions",
     "SweepProgress",

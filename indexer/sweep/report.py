@@ -32,6 +32,33 @@ class SweepProgress:
 ProgressCallback = Callable[[SweepProgress], None]
 
 
+@dataclass(frozen=True, slots=True)
+class EmbeddingWork:
+    """What the files a sweep wrote cost the model: the texts embedded for their chunks (each
+    chunk, and each definition no chunk speaks for), and the tokens embedded against the tokens
+    of their source. Vectors taken from a cache count for nothing."""
+
+    chunks: int
+    texts: int
+    source_tokens: int
+    tokens: int
+
+    @property
+    def texts_per_chunk(self) -> float:
+        return self.texts / self.chunks if self.chunks else 0.0
+
+    @property
+    def tokens_per_source_token(self) -> float:
+        return self.tokens / self.source_tokens if self.source_tokens else 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            **asdict(self),
+            "texts_per_chunk": round(self.texts_per_chunk, 3),
+            "tokens_per_source_token": round(self.tokens_per_source_token, 3),
+        }
+
+
 @dataclass
 class SweepReport:
     """What one sweep saw and did; stored as JSON in `rag_sweep` and shown by status."""
@@ -56,6 +83,11 @@ class SweepReport:
     cache_hits: int = 0
     vectors_deferred: int = 0  # texts written without their vectors, embedded afterwards
     model_free: bool = False  # swept with no embedder: rows only, no vector wanted
+    # The embedding work against the source: tokens of the text of the files written, and of
+    # the texts embedded (by the model's tokenizer where the embedder has it, else estimated:
+    # `indexer.embed.count_tokens`); a sweep that leaves its vectors for later embeds none.
+    source_tokens: int = 0
+    tokens_embedded: int = 0
     embed_requests: int = 0
     embed_retries: int = 0
     embed_truncated: int = 0
@@ -70,5 +102,17 @@ class SweepReport:
         if len(self.failures) < MAX_FAILURES_REPORTED:
             self.failures.append({"repo": repo, "path": path, "reason": reason})
 
+    def embedding_work(self, later_texts: int = 0, later_tokens: int = 0) -> EmbeddingWork:
+        """The sweep's embedding work, with what was embedded after its rows (`later_texts`
+        texts of `later_tokens` tokens, `vectors.embed_pending`) when it left vectors for later."""
+        return EmbeddingWork(
+            self.chunks_written,
+            self.chunks_embedded + self.definitions_embedded + later_texts,
+            self.source_tokens,
+            self.tokens_embedded + later_tokens,
+        )
+
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        data = asdict(self)
+        data["embedding_work"] = self.embedding_work().to_dict()
+        return data

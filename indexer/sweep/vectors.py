@@ -38,7 +38,7 @@ import numpy as np
 from chunkers import DEFINITION_CHARS, UNKNOWN_LANGUAGE, Chunk, embedding_text
 from indexer.db import Conn, Database, Schema, embedding_cache, store
 from indexer.db.rows import PendingChunk, PendingDefinition
-from indexer.embed import Embedder, EmbeddingModel, needs_reembed
+from indexer.embed import Embedder, EmbeddingModel, needs_reembed, tokens_embedded
 from indexer.errors import RagError
 from indexer.project import Project
 from indexer.sweep.prepare import content_hash
@@ -84,6 +84,7 @@ class VectorReport:
     chunks_embedded: int = 0
     definitions_embedded: int = 0
     reused: int = 0  # vectors of the same text already stored
+    tokens_embedded: int = 0  # of the texts embedded (`indexer.embed.count_tokens`)
     files_failed: int = 0
     failures: list[dict[str, str]] = field(default_factory=list)
     pending: int = 0  # left when the run ended
@@ -330,7 +331,9 @@ class _Phase:
         vectors: dict[str, Any],
         refused: dict[tuple[str, str, str | None], str],
     ) -> None:
-        result = self.embedder.embed_documents([i.text for i in wanted], [i.label for i in wanted])
+        texts = [i.text for i in wanted]
+        result = self.embedder.embed_documents(texts, [i.label for i in wanted])
+        self.report.tokens_embedded += tokens_embedded(result, self.embedder, texts)
         for i, vector in zip(wanted, result.vectors, strict=True):
             if vector is not None:
                 vectors[i.hash] = np.asarray(vector, dtype=np.float32)

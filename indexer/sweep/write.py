@@ -23,7 +23,7 @@ import psycopg
 
 from chunkers import embedding_text
 from indexer.db import Conn, Schema, bulk, embedding_cache, store
-from indexer.embed import Embedder
+from indexer.embed import Embedder, count_tokens, tokens_embedded
 from indexer.errors import RagError
 from indexer.sweep.prepare import Batch, Prepared
 from indexer.sweep.report import SweepReport
@@ -97,8 +97,11 @@ class Writer:
         if self.shared is not None:  # committed with the batch
             made = {h: vectors[h] for h in sorted(wanted) if h in vectors}
             embedding_cache.share_vectors(self.conn, self.shared, made)
-        self._write(batch, vectors, refused)
+        written = self._write(batch, vectors, refused)
         report.add_time("store", time.perf_counter() - t)
+        t = time.perf_counter()
+        report.source_tokens += count_tokens(self.embedder, [f.text or "" for f in written])
+        report.add_time("count_tokens", time.perf_counter() - t)
 
     def _embed(
         self,
@@ -114,6 +117,9 @@ class Writer:
             [wanted[k].text for k in keys], [wanted[k].label for k in keys]
         )
         report.embed_requests += result.requests
+        report.tokens_embedded += tokens_embedded(
+            result, self.embedder, [wanted[k].text for k in keys]
+        )
         report.embed_retries += result.retries
         report.embed_truncated += len(result.truncated)
         for key, vector in zip(keys, result.vectors, strict=True):
@@ -147,11 +153,15 @@ class Writer:
                 reason = f"the embedder failed on this file ({type(exc).__name__}: {exc})"
                 refused.update(dict.fromkeys(keys, reason[:500]))
 
-    def _write(self, batch: Batch, vectors: dict[str, Any], refused: dict[str, str]) -> None:
+    def _write(
+        self, batch: Batch, vectors: dict[str, Any], refused: dict[str, str]
+    ) -> list[Prepared]:
+        """Write the batch's files; return those whose rows were written."""
         conn, report = self.conn, self.report
         loaded: set[int] = set()  # indexes in batch.files of the files written by COPY
         if self.bulk_load:
             loaded = self._load(batch, vectors, refused)
+        written = [batch.files[i] for i in sorted(loaded)]
         for i, f in enumerate(batch.files):
             if i in loaded:
                 continue
@@ -172,6 +182,7 @@ class Writer:
                     self._upsert(f, vectors)
                     report.files_changed += 1
                     report.chunks_written += len(f.chunks)
+                    written.append(f)
                     continue
                 except psycopg.OperationalError:
                     raise
@@ -181,6 +192,7 @@ class Writer:
             report.fail_file(cand.repo, cand.path, reason)
             log.warning("%s/%s: %s", cand.repo, cand.path, reason)
         conn.commit()
+        return written
 
     def _load(self, batch: Batch, vectors: dict[str, Any], refused: dict[str, str]) -> set[int]:
         """COPY the batch's new, whole files; return their indexes in the batch (none when

@@ -13,6 +13,7 @@ from rag_server.cli.common import ConfigOption, open_database, settings_from, us
 from rag_server.cli.render import (
     SweepPrinter,
     VectorPrinter,
+    describe_embedding_work,
     describe_report,
     describe_vectors,
     format_status,
@@ -104,6 +105,12 @@ def _sweep(db: Database, settings: Settings, projects: list[Project], full: bool
             printer.done()
             if vectors.written or vectors.outcome != "ok":
                 typer.echo(describe_vectors(vectors))
+            work = report.embedding_work(
+                vectors.chunks_embedded + vectors.definitions_embedded, vectors.tokens_embedded
+            )
+            if work.source_tokens and work.texts:
+                exact = callable(getattr(embedder, "count_tokens", None))
+                typer.echo(describe_embedding_work(project.name, work, exact=exact))
             for failure in vectors.failures[:20]:
                 typer.echo(f"  failed: {failure['repo']}/{failure['path']}: {failure['reason']}")
             failed = failed or bool(vectors.files_failed)

@@ -11,7 +11,13 @@ import time
 from typing import TYPE_CHECKING, Any, TextIO
 
 if TYPE_CHECKING:
-    from indexer.sweep import SweepProgress, SweepReport, VectorProgress, VectorReport
+    from indexer.sweep import (
+        EmbeddingWork,
+        SweepProgress,
+        SweepReport,
+        VectorProgress,
+        VectorReport,
+    )
 
 PLAIN_EVERY_SECONDS = 5.0
 
@@ -109,6 +115,16 @@ def describe_vectors(report: VectorReport) -> str:
         f"in {report.seconds:.1f} s"
     )
     return line + (f"\n  error: {report.error}" if report.error else "")
+
+
+def describe_embedding_work(project: str, work: EmbeddingWork, *, exact: bool) -> str:
+    """One line on what a sweep's files cost the model (`exact`: tokens by its tokenizer)."""
+    how = "" if exact else ", estimated from characters"
+    return (
+        f"{project}: embedding work — {work.texts_per_chunk:.2f} texts embedded per chunk "
+        f"({work.texts:,} for {work.chunks:,} chunks), {work.tokens_per_source_token:.2f} tokens "
+        f"embedded per token of source ({work.tokens:,} of {work.source_tokens:,}{how})"
+    )
 
 
 def describe_report(report: SweepReport) -> str:

@@ -1,0 +1,113 @@
+"""The embedding work a first index reports: the texts embedded per chunk written, and the tokens
+embedded per token of the indexed source. With the bundled model both token counts are its
+tokenizer's, exact; with Ollama (which tokenizes on its side) both are estimated from
+characters. Embedding inline or rows first, then `embed_pending`, reports the same work."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+from ollama_standin import OllamaStandin, ollama_standin
+from test_sweep_bulk import FIXTURES
+
+from chunkers import chunk_file, embedding_text, lone_definitions
+from indexer.db import Database
+from indexer.embed import count_tokens, estimate_tokens, make_embedder
+from indexer.project import Project, Root
+from indexer.sweep import SweepOptions, sweep_project, walk_project
+from indexer.sweep.prepare import content_hash
+from indexer.sweep.vectors import embed_pending
+
+__all__ = ["ollama_standin"]
+
+INLINE = SweepOptions(files_per_commit=4, defer_vectors=False)
+ROWS_FIRST = SweepOptions(files_per_commit=4, defer_vectors=True)
+
+
+@pytest.fixture
+def corpus(tmp_path: Path) -> Path:
+    root = tmp_path / "corpus"
+    shutil.copytree(FIXTURES, root)
+    return root
+
+
+@pytest.fixture(scope="module")
+def local() -> Any:
+    return make_embedder("local")
+
+
+def expected(project: Project) -> tuple[list[str], list[str], int]:
+    """The files' texts, every distinct text a first index embeds (each chunk, each definition
+    no chunk speaks for; one text per cache key), and the chunks, as the sweep makes them."""
+    sources: list[str] = []
+    texts: dict[str, str] = {}
+    chunks = 0
+    for cand in walk_project(project).files:
+        data = cand.absolute.read_bytes()
+        result = chunk_file(cand.path, data)
+        if not result.chunks:
+            continue
+        sources.append(data.decode("utf-8"))
+        chunks += len(result.chunks)
+        for chunk in result.chunks:
+            texts.setdefault(content_hash(chunk), embedding_text(chunk, cand.path))
+        for _, definition in lone_definitions(result):
+            texts.setdefault(content_hash(definition), embedding_text(definition, cand.path))
+    return sources, list(texts.values()), chunks
+
+
+def test_a_first_index_reports_its_texts_per_chunk_and_tokens_by_the_models_tokenizer(
+    database: Database, project_name: str, corpus: Path, local: Any
+) -> None:
+    project = Project(project_name, (Root(corpus, "shop"),))
+    sources, texts, chunks = expected(project)
+    tokenizer = local.runtime.tokenizer
+    source_tokens = sum(len(tokenizer.encode(s, add_special_tokens=False).ids) for s in sources)
+    text_tokens = sum(len(tokenizer.encode(t, add_special_tokens=False).ids) for t in texts)
+
+    report = sweep_project(database, project, local, INLINE)
+    work = report.embedding_work()
+
+    assert (work.chunks, work.texts) == (chunks, len(texts))
+    assert work.source_tokens == source_tokens
+    assert work.tokens == text_tokens
+    assert work.texts_per_chunk == pytest.approx(len(texts) / chunks)
+    assert work.tokens_per_source_token == pytest.approx(text_tokens / source_tokens)
+    # More texts than chunks: definitions no chunk speaks for are embedded alone.
+    assert work.texts_per_chunk > 1.0
+    assert report.to_dict()["embedding_work"]["tokens"] == text_tokens
+
+
+def test_rows_first_then_the_vectors_report_the_same_work_as_an_inline_sweep(
+    database: Database, project_name: str, corpus: Path, local: Any
+) -> None:
+    project = Project(project_name, (Root(corpus, "shop"),))
+    _, texts, _ = expected(project)
+
+    report = sweep_project(database, project, local, ROWS_FIRST)
+    assert report.tokens_embedded == 0 and report.vectors_deferred == len(texts)
+    vectors = embed_pending(database, project, local)
+    work = report.embedding_work(
+        vectors.chunks_embedded + vectors.definitions_embedded, vectors.tokens_embedded
+    )
+
+    assert work.texts == len(texts)
+    assert work.tokens == count_tokens(local, texts)
+    assert work.source_tokens == report.source_tokens > 0
+
+
+def test_with_ollama_tokens_are_estimated_from_characters_on_both_sides(
+    database: Database, project_name: str, corpus: Path, ollama_standin: OllamaStandin
+) -> None:
+    project = Project(project_name, (Root(corpus, "shop"),))
+    sources, texts, _ = expected(project)
+    embedder = make_embedder("ollama", "nomic-embed-text:v1.5", ollama_standin.url)
+
+    work = sweep_project(database, project, embedder, INLINE).embedding_work()
+
+    assert work.source_tokens == estimate_tokens(sources)
+    assert work.tokens == estimate_tokens(texts)
+    assert estimate_tokens(["abcd", "ab"]) == 2 + 1  # 3 characters a token, rounded up
