@@ -130,4 +130,6 @@ class VectorWorker:
             self._queue.clear()
             thread = self._thread
         if thread is not None:
-            thread.join(timeout=30)
+            # However slow the batch in flight, wait for it: a process that ends while the
+            # model runs in this thread is aborted by ONNX Runtime instead of exiting.
+            thread.join()

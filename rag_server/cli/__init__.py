@@ -2,7 +2,9 @@
 
 Each command parses its options, calls into the packages, prints one clear line on a known
 error (`RagError`, through `common.user_errors`) and exits non-zero. Tracebacks are for bugs,
-never for user mistakes. This face assembles the commands, in the order `--help` lists them:
+never for user mistakes. A command imports what it uses inside its function, so it pays for no
+web framework, HTTP client or sweep it does not run (tests/test_cli_imports.py). This face
+assembles the commands, in the order `--help` lists them:
 
     index.py        scan, status, reindex
     search.py       search
