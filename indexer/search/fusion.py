@@ -18,7 +18,6 @@ from collections.abc import Collection, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from indexer.db import ChunkFile, DefinitionPiece, Ranked, StoredChunk
-from indexer.search.evidence import QueryWords, add_file_evidence
 
 # Lifted chunks sit above the best fused score by 1/(LIFT_SPACING + 1 + their place), so they
 # keep their order among themselves and never tie with each other.
@@ -69,16 +68,6 @@ class Ranking:
     # query asks for such files (1.0: they count as code). Measured on the file-level eval's
     # tuning split (docs/lab-log.md).
     demote: float = 0.3
-    # What a file's name and its further matches add to its best chunk (`evidence.py`), and
-    # whether a file whose stem is a name-like query's name comes above the fused rest.
-    evidence: float = 0.0
-    path_lift: float = 0.0
-    folder_lift: float = 0.0
-    query_path_lift: float = 0.0
-    name_files: bool = False
-    # The vector side's share for a query that is a name (`RouterGroup`, `http.Get`) rather
-    # than words; None: `vector_share` for every query.
-    name_vector_share: float | None = None
 
     def deep_enough(self, depth: int) -> Ranking:
         """This ranking with each ranker handing at least `depth` candidates to fusion."""
@@ -120,79 +109,37 @@ def files_of(ranked: Sequence[Ranked]) -> dict[int, ChunkFile]:
     return {r.chunk_id: ChunkFile(r.chunk_id, r.file_id, r.path) for r in ranked}
 
 
-@dataclass(frozen=True)
-class FileContext:
-    """What file-level evidence needs beside the lists: each chunk's file and path, and the
-    query's words (`evidence.py`)."""
-
-    files: Mapping[int, Hashable]
-    paths: Mapping[int, str]
-    words: QueryWords
-
-    @staticmethod
-    def of(chunk_files: Mapping[int, ChunkFile], query: str, name_like: bool) -> FileContext:
-        return FileContext(
-            {cid: f.file_id for cid, f in chunk_files.items()},
-            {cid: f.path for cid, f in chunk_files.items()},
-            QueryWords.of(query, name_like),
-        )
-
-
 def fuse(
     candidates: Candidates,
     ranking: Ranking = DEFAULT_RANKING,
     demoted: Collection[int] = (),
-    context: FileContext | None = None,
 ) -> dict[int, float]:
     """The two lists (each cut at its depth) fused by score, the chunks `demoted` (of files
-    that are not code, for this query) multiplied by `ranking.demote`; with `context`, each
-    file's best chunk gains what its name and its further matches say (`evidence.py`). Code
-    chunks holding an identifier of the query verbatim (and not demoted) come above the rest
-    (in their fused order), and chunks named exactly by the query above everything, in their
-    order, with the files a name-like query names by their stem just below them."""
-    name_like = context is not None and context.words.name is not None
-    scores = _score_fusion(candidates, ranking, name_like)
+    that are not code, for this query) multiplied by `ranking.demote`; code chunks holding an
+    identifier of the query verbatim (and not demoted) come above the rest (in their fused
+    order), and chunks named exactly by the query above everything, in their order."""
+    scores = _score_fusion(candidates, ranking)
     if demoted:
         for chunk_id in demoted:
             if chunk_id in scores:
                 scores[chunk_id] *= ranking.demote
         verbatim = [cid for cid in candidates.verbatim if cid not in demoted]
         candidates = replace(candidates, verbatim=verbatim)
-    lifts = (ranking.evidence, ranking.path_lift, ranking.folder_lift, ranking.query_path_lift)
-    if context is not None and any(lifts):
-        named = add_file_evidence(
-            scores,
-            context.files,
-            context.paths,
-            context.words,
-            evidence=ranking.evidence,
-            path_lift=ranking.path_lift,
-            folder_lift=ranking.folder_lift,
-            query_path_lift=ranking.query_path_lift,
-        )
-        if ranking.name_files and named:
-            exact = list(dict.fromkeys([*candidates.exact, *named]))
-            candidates = replace(candidates, exact=exact)
     lift_named(scores, candidates)
     return scores
 
 
-def _score_fusion(
-    candidates: Candidates, ranking: Ranking, name_like: bool = False
-) -> dict[int, float]:
+def _score_fusion(candidates: Candidates, ranking: Ranking) -> dict[int, float]:
     """A convex combination of the two lists' normalised scores: a chunk the vector side puts
     far ahead of the rest stays ahead, where rank fusion would count it one rank ahead. Cosine
     is normalised by min-max over its list, up to `vector_floor_rank` (its spread differs from
     query to query), the keyword score by the list's best (its floor is 0); a chunk absent
     from a list gets 0 there."""
     scores: dict[int, float] = {}
-    vector_share = ranking.vector_share
-    if name_like and ranking.name_vector_share is not None:
-        vector_share = ranking.name_vector_share
     for ids, values, share, depth, floor in (
-        (candidates.vector, candidates.vector_scores, vector_share,
+        (candidates.vector, candidates.vector_scores, ranking.vector_share,
          ranking.vector_depth, None),
-        (candidates.keyword, candidates.keyword_scores, 1.0 - vector_share,
+        (candidates.keyword, candidates.keyword_scores, 1.0 - ranking.vector_share,
          ranking.keyword_depth, 0.0),
     ):  # fmt: skip
         ids, values = ids[:depth], values[:depth]

@@ -15,7 +15,7 @@ first index serves before its vectors.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime
 from functools import partial
@@ -33,7 +33,6 @@ from indexer.search.fusion import (
     DEFAULT_RANKING,
     SHORTLIST,
     Candidates,
-    FileContext,
     Hit,
     Ranking,
     by_file,
@@ -287,13 +286,12 @@ class _Lists:
             return self._hits_by_file(conn, candidates, top_k)
         # Only the shortlist's files are read, so only they are demoted: fuse, read the
         # shortlist's rows (and the pieces of the definitions they split), fuse again.
-        context = self._context(candidates.files)
-        scores = fuse(candidates, self.ranking, context=context)
+        scores = fuse(candidates, self.ranking)
         best = shortlist(scores, top_k)
         details, pieces = shaping_rows_over(conn, self.parts, best)
         demoted = self._demoted(ChunkFile(gid, 0, row.path) for gid, row in details.items())
         if demoted:
-            scores = fuse(candidates, self.ranking, demoted, context)
+            scores = fuse(candidates, self.ranking, demoted)
             best = ordered(best, scores)
         return scores, chunk_hits(best, details, top_k, pieces)
 
@@ -308,8 +306,7 @@ class _Lists:
         files = {cid: candidates.files[cid] for cid in ids if cid in candidates.files}
         files |= chunk_files(conn, self.parts, sorted(ids - files.keys()))
         file_of = {cid: f.file_id for cid, f in files.items()}
-        context = self._context(files)
-        scores = fuse(candidates, self.ranking, self._demoted(files.values()), context)
+        scores = fuse(candidates, self.ranking, self._demoted(files.values()))
         ranked = [cid for cid in ordered(scores, scores) if cid in file_of]
         window = ranked[: top_k * SHORTLIST]
         heads = [group[0] for group in by_file(ranked, file_of, top_k)]
@@ -317,10 +314,6 @@ class _Lists:
         shown = {hit.ranked_by for hit in chunk_hits(window, details, top_k, pieces)}
         groups = by_file(ranked, file_of, top_k, shown)
         return scores, collapse(groups, details, top_k, pieces)
-
-    def _context(self, files: Mapping[int, ChunkFile]) -> FileContext:
-        """Each chunk's file and path, and the query's words, for file-level evidence."""
-        return FileContext.of(files, self.query, SYMBOL_QUERY_RE.match(self.query) is not None)
 
     def _demoted(self, rows: Iterable[Located]) -> set[int]:
         """Of the chunks `rows` (global ids), those of files that are not code, each by its

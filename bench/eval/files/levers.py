@@ -4,12 +4,14 @@ Each lever is a `Ranking` (the product's own knobs, `indexer/search/fusion.py`);
 of the file-level eval is asked through the product's `search_code` once per lever and split,
 scored as `score.py` scores it (NDCG@10, Hit@1/5, MRR of the target files), overall and per
 kind. `--mode keyword` needs no vector at all: the index is built rows first and its vectors
-are never made (the model-free mode's ranking), so a lever of the keyword side or of the file
-evidence is measured in minutes. `--mode hybrid` searches the eval's full index (run.py builds
+are never made (the model-free mode's ranking), so a lever of the keyword side or of the fusion
+is measured in minutes. `--mode hybrid` searches the eval's full index (run.py builds
 it).
 
-    .venv/bin/python -m bench.eval.files.levers --mode keyword
-    .venv/bin/python -m bench.eval.files.levers --mode hybrid --levers base,evidence
+    .venv/bin/python -m bench.eval.files.levers --mode keyword --try demote5:demote=0.5
+    .venv/bin/python -m bench.eval.files.levers --mode hybrid --try v7:vector_share=0.7
+
+A choice is made on `tune`; `test` confirms it; `unseen` is only ever checked, never chosen on.
 """
 
 from __future__ import annotations
@@ -18,7 +20,6 @@ import argparse
 import sys
 import time
 from collections.abc import Sequence
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -42,14 +43,8 @@ from indexer.search.fusion import DEFAULT_RANKING, Ranking
 
 ROWS_PROJECT = "files_rows"
 
-# Candidate levers, each a change of the product's ranking; chosen on the tuning split only.
-LEVERS: dict[str, Ranking] = {
-    "base": DEFAULT_RANKING,
-    "evidence": replace(DEFAULT_RANKING, evidence=0.3),
-    "path": replace(DEFAULT_RANKING, path_lift=0.3, folder_lift=0.15),
-    "path+names": replace(DEFAULT_RANKING, path_lift=0.3, folder_lift=0.15, name_files=True),
-    "all": replace(DEFAULT_RANKING, evidence=0.3, path_lift=0.3, folder_lift=0.15, name_files=True),
-}
+# Named levers to measure (`--levers`); `--try` adds others. The product's ranking is `base`.
+LEVERS: dict[str, Ranking] = {"base": DEFAULT_RANKING}
 
 
 def rows_index(db: Database, corpus: Corpus, unseen: bool) -> Project:
