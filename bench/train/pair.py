@@ -1,8 +1,8 @@
 """One training pair: a person's words and the definition they describe, the definition as the
 chunker embeds it (its header, then its code) with the words taken out of the code.
 
-`pairs.py` mines pairs from the training corpus, `question_pairs.py` makes them from the
-hand-written questions, and `train.py` reads them back (`pairs.jsonl`, one `Pair` a line).
+`pairs.py` mines pairs from the training corpus and `train.py` reads them back (`pairs.jsonl`,
+one `Pair` a line).
 """
 
 from __future__ import annotations

@@ -12,16 +12,12 @@ definitions, in three kinds, each pairing text with a definition as the chunker 
 - `name`: a definition's compound name split into words ("parse http date") -> it, so the
   model ties words to the identifiers that spell them in every casing.
 
-With `--questions N`, the hand-written developer questions (`question_pairs.py`) are added
-too, each N times (kind `question`).
-
 Queries appearing for more than one definition are dropped (ambiguous), each definition keeps
 at most `MAX_PER_DEFINITION` comment pairs, each library at most `--per-library` pairs (seeded
 sample), so no one library or kind dominates. Writes `bench/.cache/train/pairs.jsonl` and
 prints the counts per language and kind.
 
     .venv/bin/python -m bench.train.pairs [--per-library 1000] [--seed 13]
-    .venv/bin/python -m bench.train.pairs --questions 4 --out bench/.cache/train/pairs-asked.jsonl
 """
 
 from __future__ import annotations
@@ -37,7 +33,6 @@ from collections.abc import Iterator
 from dataclasses import asdict
 from pathlib import Path
 
-from bench.train import question_pairs
 from bench.train.pair import Pair, document
 from bench.train.training_corpus import CACHE, ensure_corpus
 from chunkers.grammars import has_symbols, parser_for
@@ -282,17 +277,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--per-library", type=int, default=1000)
     ap.add_argument("--seed", type=int, default=13)
     ap.add_argument("--out", type=Path, default=PAIRS)
-    ap.add_argument(
-        "--questions",
-        type=int,
-        default=0,
-        help="add the hand-written questions (question_pairs.py), each this many times",
-    )
     args = ap.parse_args(argv)
     pairs, digest = mine(args.per_library, args.seed)
-    if args.questions:
-        asked = question_pairs.question_pairs(question_pairs.read([question_pairs.DATA]))
-        pairs += asked * args.questions
     body = "".join(json.dumps(asdict(p), ensure_ascii=False) + "\n" for p in pairs)
     args.out.write_text(body)
     print(
@@ -301,7 +287,7 @@ def main(argv: list[str] | None = None) -> None:
     )
     counts = Counter((p.language, p.kind) for p in pairs)
     for lang in sorted({p.language for p in pairs}):
-        kinds = ("doc", "comment", "name", "question")
+        kinds = ("doc", "comment", "name")
         row = ", ".join(f"{k} {counts[(lang, k)]}" for k in kinds)
         print(f"  {lang:<11} {sum(counts[(lang, k)] for k in kinds):>6}  ({row})")
 
