@@ -496,3 +496,17 @@ def test_a_read_replica_serves_the_pages(site: Site, database: Database) -> None
         assert "read replica" in status and _facts(status)["failed"] == "1"
         found = client.get(f"/web/p/{site.shop}/search", q="retry with backoff").text
         assert "net/retry.py" in found
+
+
+def test_a_model_free_index_reads_vectors_off_not_zero_ready() -> None:
+    # A model-free project has no vectors to be ready (`vectors_ready` null): the pages' share
+    # reads "off", never "0.0 %", which would read as stuck work.
+    from rag_server.web import _percent
+    from rag_server.web.views import _ready
+
+    assert _ready([None], chunks=120) is None
+    assert _percent(_ready([None], chunks=120)) == "off"
+    assert _ready([None, 0.5], chunks=120) == 0.5  # a group: the projects that have vectors
+    assert _ready([0.25, 1.0], chunks=120) == 0.25
+    assert _ready([0.0], chunks=0) == 1.0  # nothing to embed yet is nothing pending
+    assert _percent(0.5) == "50.0 %"
