@@ -37,9 +37,10 @@ from bench.eval.files.run import (
     missing_targets,
     paired,
     parser,
+    question_rows,
     summary_table,
 )
-from bench.eval.files.score import K, QueryScore, Summary, rank_files, score
+from bench.eval.files.score import K, QueryScore, Summary, score
 
 # Each code-rag system: whether it asks for one hit per file (the default); no embedder.
 CODE_RAG = {"code-rag model-free": True, "code-rag model-free, by chunk": False}
@@ -150,25 +151,7 @@ def write_json(
     depth: int,
 ) -> None:
     """run.write_json's layout, for these systems."""
-    queries = []
-    for i, (q, r) in enumerate(zip(chosen, results, strict=True)):
-        systems = {
-            s: {
-                **r[s],
-                "ranked_files": rank_files(r[s]["files"]),
-                "ndcg": round(scores[s][i].ndcg, 6),
-                "first": scores[s][i].first,
-                "distinct_files": scores[s][i].files,
-            }
-            for s in SYSTEMS
-        }
-        queries.append(
-            {
-                "id": q.qid, "language": q.language, "kind": q.kind, "repo": q.repo,
-                "split": q.split, "query": q.text, "primary": list(q.primary),
-                "secondary": list(q.secondary), "systems": systems,
-            }
-        )  # fmt: skip
+    queries = question_rows(chosen, results, scores, SYSTEMS)
     out = {
         "split": split,
         "top_k": K,

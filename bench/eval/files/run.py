@@ -266,6 +266,36 @@ def run(
     return scores
 
 
+def question_rows(
+    chosen: Sequence[Question],
+    results: Sequence[dict[str, dict[str, Any]]],
+    scores: dict[str, list[QueryScore]],
+    systems: Sequence[str],
+) -> list[dict[str, Any]]:
+    """Each question as the per-query JSON holds it: its fields, and per system its hits and
+    scores."""
+    rows = []
+    for i, (q, r) in enumerate(zip(chosen, results, strict=True)):
+        answers = {}
+        for s in systems:
+            sc = scores[s][i]
+            answers[s] = {
+                **r[s],
+                "ranked_files": rank_files(r[s]["files"]),
+                "ndcg": round(sc.ndcg, 6),
+                "first": sc.first,
+                "distinct_files": sc.files,
+            }
+        rows.append(
+            {
+                "id": q.qid, "language": q.language, "kind": q.kind, "repo": q.repo,
+                "split": q.split, "query": q.text, "primary": list(q.primary),
+                "secondary": list(q.secondary), "systems": answers,
+            }
+        )  # fmt: skip
+    return rows
+
+
 def write_json(
     path: Path,
     split: str,
@@ -277,25 +307,7 @@ def write_json(
 ) -> None:
     """Every question with each system's files per hit (`files`, the K scored), its deeper
     hits (`deep`, rows with lines, symbol and score) and its scores."""
-    queries = []
-    for i, (q, r) in enumerate(zip(chosen, results, strict=True)):
-        systems = {}
-        for s in SYSTEMS:
-            sc = scores[s][i]
-            systems[s] = {
-                **r[s],
-                "ranked_files": rank_files(r[s]["files"]),
-                "ndcg": round(sc.ndcg, 6),
-                "first": sc.first,
-                "distinct_files": sc.files,
-            }
-        queries.append(
-            {
-                "id": q.qid, "language": q.language, "kind": q.kind, "repo": q.repo,
-                "split": q.split, "query": q.text, "primary": list(q.primary),
-                "secondary": list(q.secondary), "systems": systems,
-            }
-        )  # fmt: skip
+    queries = question_rows(chosen, results, scores, SYSTEMS)
     out = {
         "split": split,
         "top_k": K,
