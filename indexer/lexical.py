@@ -97,6 +97,47 @@ def query_terms(query: str) -> list[str]:
     return words[:MAX_QUERY_TERMS]
 
 
+_VOWELS = frozenset("aeiou")
+_SIBILANTS = ("s", "x", "z", "ch", "sh")
+
+
+def _bases(word: str) -> set[str]:
+    """The words `word` may be an inflection of (`views` -> view, `parsed` -> pars and parse,
+    `stopped` -> stop), or `word` alone."""
+    if word.endswith("ies") and len(word) > 4:
+        return {word[:-3] + "y", word[:-1]}  # dependencies, cookies
+    if word.endswith("ied") and len(word) > 4:
+        return {word[:-3] + "y"}
+    if word.endswith("es") and len(word) > 4:
+        return {word[:-2], word[:-1]}  # classes, caches
+    if word.endswith("s") and not word.endswith("ss"):
+        return {word[:-1]}
+    for suffix in ("ed", "ing"):
+        base = word[: -len(suffix)]
+        if word.endswith(suffix) and len(base) >= 3:
+            bases = {base, base + "e"}
+            if len(base) >= 4 and base[-1] == base[-2]:
+                bases.add(base[:-1])  # stopped -> stop
+            return bases
+    return {word}
+
+
+def inflections(word: str) -> tuple[str, ...]:
+    """`word`, then the words it may be an inflection of, or, for a word that is not one, its
+    plural or third person: a question's `views` meets a name's `view`, `deleted` meets
+    `delete`, `parse` meets `parses`. Never a derived word (`parser` for `parse`); words of
+    fewer than 4 letters, and words that are not all letters, stand alone."""
+    if len(word) < 4 or not word.isalpha():
+        return (word,)
+    bases = _bases(word)
+    if bases == {word}:
+        plural = word + ("es" if word.endswith(_SIBILANTS) else "s")
+        if word.endswith("y") and word[-2:-1] not in _VOWELS:
+            plural = word[:-1] + "ies"
+        return (word, plural)
+    return (word, *sorted(b for b in bases if len(b) >= 3))
+
+
 def _quote(word: str) -> str:
     return "'" + word.replace("\\", "\\\\").replace("'", "''") + "'"
 

@@ -48,3 +48,19 @@ def test_query_terms_are_capped() -> None:
     # A pasted paragraph cannot make the keyword side rank on hundreds of terms.
     many = [f"z{chr(97 + i // 26)}{chr(97 + i % 26)}" for i in range(40)]
     assert lexical.query_terms(" ".join(many)) == many[: lexical.MAX_QUERY_TERMS]
+
+
+def test_a_word_s_inflections_are_the_words_it_may_come_from_or_its_plural() -> None:
+    assert lexical.inflections("views") == ("views", "view")
+    assert lexical.inflections("view") == ("view", "views")
+    assert lexical.inflections("process") == ("process", "processes")
+    assert lexical.inflections("policy") == ("policy", "policies")
+    assert {"delete"} <= set(lexical.inflections("deleted"))
+    assert {"stop"} <= set(lexical.inflections("stopped"))
+    assert {"load"} <= set(lexical.inflections("loading"))
+    assert {"dependency"} <= set(lexical.inflections("dependencies"))
+    assert {"class"} <= set(lexical.inflections("classes"))
+    # Never a derived word; short or non-alphabetic words stand alone.
+    assert "parser" not in lexical.inflections("parsed")
+    assert lexical.inflections("map") == ("map",)
+    assert lexical.inflections("utf8") == ("utf8",)

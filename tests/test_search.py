@@ -19,7 +19,7 @@ from indexer import lexical
 from indexer.db import Schema, lookup, queries, store
 from indexer.embed import make_embedder
 from indexer.project import Project, Root
-from indexer.search import candidates, get_chunk, search_code
+from indexer.search import candidates, get_chunk, keyword, search_code
 from indexer.search.filters import glob_to_regex
 from indexer.search.fusion import Candidates, Ranking, fuse
 from indexer.search.keyword import TermStats, keyword_plan, read_term_stats
@@ -28,6 +28,8 @@ from tests.fixed_vectors import DIM, FixedEmbedder
 from tests.ollama_standin import OllamaStandin, ollama_standin
 
 __all__ = ["ollama_standin"]
+
+NO_FILTERS = {"repo": None, "language": None, "path_re": None}
 
 Conn = psycopg.Connection[Any]
 
@@ -95,6 +97,25 @@ def test_identifier_spellings_meet_in_keyword_search(
     for query in ("get user by id", "getUserById", "get_user_by_id", "get-user-by-id"):
         hits = search_code(database, project, embedder, query, mode="keyword", top_k=5)
         assert {h.path for h in hits} == {"users.py", "accounts.py", "routes.sh"}, query
+
+
+def test_a_question_s_inflected_words_meet_the_code_s_forms(
+    database: Any, conn: Conn, project_name: str
+) -> None:
+    # "views" meets `view`, "deleted" meets `delete`; a chunk holding the word as asked
+    # ranks above one holding another form, and without inflections neither is found.
+    rng = np.random.default_rng(5)
+    files = {
+        "lazy_view.py": [(1, 2, "class LazyView:\n    def delete(self): ...", unit(rng))],
+        "views.py": [(1, 2, "VIEWS = {}\nDELETED = set()", unit(rng))],
+        "other.py": [(1, 2, "def unrelated(): ...", unit(rng))],
+    }
+    project = stored_project(conn, project_name, files)
+    hits = search_code(database, project, None, "views deleted", mode="keyword")
+    assert [h.path for h in hits] == ["views.py", "lazy_view.py"]
+    plain = replace(Ranking(), inflections=False)
+    hits = search_code(database, project, None, "view delete", mode="keyword", ranking=plain)
+    assert [h.path for h in hits] == ["lazy_view.py"]
 
 
 def test_exact_symbol_query_finds_its_definition_first(
@@ -225,6 +246,14 @@ def test_keyword_side_matches_only_rare_terms_and_ranks_a_bounded_set(
         database, project, None, "value data checksum", mode="keyword", ranking=ranking
     )
     assert {h.path for h in hits} == {f"m{i}.py" for i in range(5)}
+
+    # The statement reads its rows through the GIN index and puts the planner back after.
+    with conn.transaction():
+        found = keyword.keyword_candidates(
+            conn, Schema(project_name), "checksum", NO_FILTERS, ranking
+        )
+        assert len(found) == 5
+        assert conn.execute("SELECT current_setting('enable_seqscan')").fetchone() == ("on",)
 
     common = keyword_plan(["value", "data"], stats, ranking)
     assert len(common.match_terms) == 1  # the rarest term always matches, alone

@@ -100,7 +100,10 @@ def keyword_candidates(
     over `terms` query terms. Never prepared: how many rows a tsquery matches decides the plan
     (index or scan), and a generic plan scans whole tables."""
     text = queries.keyword_candidates_idf(terms)
+    planner = conn.execute(queries.READ_KEYWORD_INDEX).fetchone()
     rows = conn.execute(schema.sql(text), params, prepare=False).fetchall()
+    if planner is not None:
+        conn.execute(queries.RESTORE_SEQSCAN, {"seqscan": planner[0]})
     return [Ranked(r[0], float(r[1]), r[2], r[3]) for r in rows]
 
 

@@ -68,6 +68,11 @@ class Ranking:
     # query asks for such files (1.0: they count as code). Measured on the file-level eval's
     # tuning split (docs/lab-log.md).
     demote: float = 0.3
+    # A query word also matches its English inflections (`lexical.inflections`: "views" meets
+    # `view`, "deleted" `delete`), a form other than the word counting `inflection_weight`
+    # of the word itself. Measured on all three evals (docs/lab-log.md).
+    inflections: bool = True
+    inflection_weight: float = 0.5
 
     def deep_enough(self, depth: int) -> Ranking:
         """This ranking with each ranker handing at least `depth` candidates to fusion."""

@@ -11,7 +11,7 @@ import math
 import threading
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from indexer import lexical
@@ -29,6 +29,7 @@ class TermStats:
     rows: float
     shares: dict[str, float]
     floor: float  # the share assumed for a term not among the common ones
+    inflections: bool = False  # a term's share is its inflections' (`Ranking.inflections`)
 
     @property
     def known(self) -> bool:
@@ -100,7 +101,8 @@ def merged_stats(parts: Sequence[TermStats]) -> TermStats:
 
 
 def _share(stats: TermStats, word: str) -> float:
-    return min(stats.shares.get(word, stats.floor), 1.0)
+    forms = lexical.inflections(word) if stats.inflections else (word,)
+    return min(sum(stats.shares.get(w, stats.floor if w == word else 0.0) for w in forms), 1.0)
 
 
 def keyword_plan(words: Sequence[str], stats: TermStats, ranking: Ranking) -> KeywordPlan:
@@ -137,14 +139,25 @@ def keyword_candidates(
         return []
     if stats is None:
         stats = term_stats.get(conn, schema) if term_stats else read_term_stats(conn, schema)
+    if ranking.inflections:
+        stats = replace(stats, inflections=True)
     plan = keyword_plan(words, stats, ranking)
+    forms = [lexical.inflections(w)[1:] if ranking.inflections else () for w in plan.terms]
+    chosen = set(plan.match_terms)
+    # Each word scores as itself, and its other forms as one more term at inflection_weight
+    # of its idf; ts_rank divides an OR query's rank by its number of words, so that term's
+    # idf is multiplied back: a chunk holding one form scores as if the query named it.
+    others = [(idf, f) for idf, f in zip(plan.idfs, forms, strict=True) if f]
     params: dict[str, Any] = {
         **filters,
         "weights": list(ranking.field_weights),
         "limit": ranking.keyword_depth,
-        "term_queries": [lexical.tsquery_term(w) for w in plan.terms],
-        "idfs": list(plan.idfs),
-        "tsquery": lexical.tsquery_any(plan.match_terms),
+        "term_queries": [lexical.tsquery_term(w) for w in plan.terms]
+        + [lexical.tsquery_any(f) for _, f in others],
+        "idfs": list(plan.idfs) + [idf * ranking.inflection_weight * len(f) for idf, f in others],
+        "tsquery": lexical.tsquery_any(
+            [x for w, f in zip(plan.terms, forms, strict=True) if w in chosen for x in (w, *f)]
+        ),
         "max_ranked": ranking.max_ranked,
     }
-    return lookup.keyword_candidates(conn, schema, params, len(plan.terms))
+    return lookup.keyword_candidates(conn, schema, params, len(params["term_queries"]))
