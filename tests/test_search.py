@@ -102,8 +102,9 @@ def test_identifier_spellings_meet_in_keyword_search(
 def test_a_question_s_inflected_words_meet_the_code_s_forms(
     database: Any, conn: Conn, project_name: str
 ) -> None:
-    # "views" meets `view`, "deleted" meets `delete`; a chunk holding the word as asked
-    # ranks above one holding another form, and without inflections neither is found.
+    # The keyword side alone (keyword mode, or no model): "views" meets `view`, "deleted"
+    # meets `delete`; a chunk holding the word as asked ranks above one holding another form,
+    # and without inflections neither is found. Beside the vector side it matches words only.
     rng = np.random.default_rng(5)
     files = {
         "lazy_view.py": [(1, 2, "class LazyView:\n    def delete(self): ...", unit(rng))],
@@ -113,9 +114,10 @@ def test_a_question_s_inflected_words_meet_the_code_s_forms(
     project = stored_project(conn, project_name, files)
     hits = search_code(database, project, None, "views deleted", mode="keyword")
     assert [h.path for h in hits] == ["views.py", "lazy_view.py"]
-    plain = replace(Ranking(), inflections=False)
+    plain = replace(Ranking(), inflections_alone=False)
     hits = search_code(database, project, None, "view delete", mode="keyword", ranking=plain)
     assert [h.path for h in hits] == ["lazy_view.py"]
+    assert not Ranking().inflections and Ranking().alone().inflections
 
 
 def test_exact_symbol_query_finds_its_definition_first(

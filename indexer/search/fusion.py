@@ -70,9 +70,18 @@ class Ranking:
     demote: float = 0.3
     # A query word also matches its English inflections (`lexical.inflections`: "views" meets
     # `view`, "deleted" `delete`), a form other than the word counting `inflection_weight`
-    # of the word itself. Measured on all three evals (docs/lab-log.md).
-    inflections: bool = True
+    # of the word itself: with the vector side (`inflections`), which meets a word's forms
+    # already, and for the keyword side alone (`inflections_alone`: keyword mode, a server
+    # with no model). Measured on all three evals (docs/lab-log.md).
+    inflections: bool = False
+    inflections_alone: bool = True
     inflection_weight: float = 0.5
+
+    def alone(self) -> Ranking:
+        """This ranking for the keyword side alone, with no vector side beside it."""
+        if self.inflections == self.inflections_alone:
+            return self
+        return replace(self, inflections=self.inflections_alone)
 
     def deep_enough(self, depth: int) -> Ranking:
         """This ranking with each ranker handing at least `depth` candidates to fusion."""

@@ -129,6 +129,8 @@ def search_code(
     query = _checked_query(query, top_k, mode, embedder)
     if embedder is None:
         mode = "keyword"
+    if mode == "keyword":
+        ranking = ranking.alone()
     projects = [project] if isinstance(project, Project) else list(project)
     lists = _Lists(
         db,
