@@ -116,6 +116,8 @@ def one_scan(db: Database, config: Path, code: Path) -> dict[str, Any]:
             ended = proc.poll() is not None
             now = time.perf_counter() - t0
             for kind in KINDS:
+                if len(times[kind]) == 2:  # complete: no more reads of it
+                    continue
                 rows, vectors = state(conn, kind)
                 if rows:
                     times[kind].setdefault("rows", now)
