@@ -55,8 +55,10 @@ def scan(
     """Reconcile the database with the projects file, then sweep now with progress.
 
     Schemas of projects no longer in rag-projects.json are listed and dropped only after
-    `Proceed? [y/N]` is answered yes (or with --yes). Exit codes: 0 done; 1 error;
-    3 some files failed (listed; retried next sweep); 4 a drop was refused.
+    `Proceed? [y/N]` is answered yes (or with --yes). Several projects: every project's
+    rows first, then their vectors, the project with the fewest pending first. Exit codes:
+    0 done; 1 error (a project that failed is named, the others went on); 3 some files
+    failed (listed; retried next sweep); 4 a drop was refused.
 
     Example: ./bld scan all --dry-run
     """
