@@ -180,6 +180,10 @@ def test_scan_all_writes_every_projects_rows_then_one_stream_of_vectors_fewest_f
     for kind in SIZES:
         assert f"{kind}: vectors done" in out
         assert f"{kind}: embedding work" in out
+    # Progress names each project's place in the stream, and the time left for all of them.
+    for place, kind in enumerate(ORDER, 1):
+        assert f"{kind} [{place}/3]: vectors " in result.stderr
+    assert "(all projects: about " in result.stderr
 
 
 def test_scan_all_a_project_whose_vectors_fail_fails_alone(
