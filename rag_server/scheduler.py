@@ -3,10 +3,12 @@
 APScheduler's background scheduler runs the jobs in its own threads, so sweeps never block the
 event loop. One interval job per project (`max_instances=1`, missed runs coalesced); a project
 never swept before (no schema, or no finished sweep) has its first run at start-up, the others
-one interval after it. A scheduled run that finds the project sweeping already (an admin
-reindex, or `./bld scan` holding the advisory lock) is skipped, not queued. The jobs follow the
-projects file (`Service.apply`): a project added is planned as at start-up, a project changed
-is swept at once (its roots or globs are new), a project removed loses its jobs.
+one interval after it; the first runs of a start write rows only, and the background vectors
+wait for all of them (`VectorWorker.hold`): every project's rows first, then the vectors. A
+scheduled run that finds the project sweeping already (an admin reindex, or `./bld scan`
+holding the advisory lock) is skipped, not queued. The jobs follow the projects file
+(`Service.apply`): a project added is planned as at start-up, a project changed is swept at
+once (its roots or globs are new), a project removed loses its jobs.
 """
 
 from __future__ import annotations
@@ -40,6 +42,9 @@ def _run_scheduled(service: Service, name: str, trigger: str) -> None:
         log.info("scheduled sweep of %s skipped: %s", name, exc.message)
     except RagError as exc:
         log.warning("scheduled sweep of %s not run: %s", name, exc.message)
+    finally:
+        if trigger == "startup":  # its rows are in (or will not come): the vectors may go on
+            service.vectors.release(name)
 
 
 class SweepScheduler:
@@ -71,6 +76,8 @@ class SweepScheduler:
         if trigger == "startup":
             # The first run is a one-off so that it reports how it came; the interval job
             # takes over one interval later.
+            if first_trigger == "startup":  # no vectors before the rows of every first run
+                self.service.vectors.hold(name)
             self._once(name, first_trigger, first)
         self.scheduler.add_job(
             _run_scheduled,

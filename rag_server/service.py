@@ -6,8 +6,10 @@ sweep per project runs in this process (`sweep` refuses a second with `SweepRunn
 advisory lock inside `sweep_project` extends that guarantee to other processes such as
 `./bld scan`. What a sweep did is remembered per project (`last_run`) for `status`. A sweep of
 many files writes rows first; their vectors follow in the background (`vectors.VectorWorker`,
-queued after every sweep and, at startup, for the projects with vectors pending). With no
-embedder (`provider = none`, model-free) nothing is embedded or pending: sweeps write rows only.
+queued after every sweep and, at startup, for the projects with vectors pending). A sweep at
+startup writes rows only, whatever its size: no project embeds beside another on the same cores,
+and the vectors wait for every first sweep's rows. With no embedder (`provider = none`,
+model-free) nothing is embedded or pending: sweeps write rows only.
 
 The service owns the configuration it serves (`settings`, one immutable value replaced whole):
 `apply` swaps in a new one — the projects file read anew — and tells the scheduler and the
@@ -367,13 +369,11 @@ class Service:
         outcome, message, report = "ok", None, None
         try:
             log.info("sweep of %s started (%s, run %s)", name, trigger, run.run_id)
+            options = sweep_options(self.settings)
+            if trigger == "startup":  # rows only: the vectors thread embeds, after every row
+                options = replace(options, defer_vectors=True)
             result = sweep_project(
-                self.db,
-                project,
-                self.embedder,
-                sweep_options(self.settings),
-                full=full,
-                progress=progress,
+                self.db, project, self.embedder, options, full=full, progress=progress
             )
             report = result.to_dict()
             self.vectors.queue(name)
@@ -475,6 +475,7 @@ class Service:
         before they were all in); model-free, none is."""
         if self.model_free:
             return
+        waiting: list[str] = []
         for name in self.projects:
             try:
                 with self.db.reading(f"reading the index of {name}") as conn:
@@ -487,7 +488,9 @@ class Service:
                 continue
             if pending:
                 log.info("%s: %d vectors pending; embedding them in the background", name, pending)
-                self.vectors.queue(name)
+                waiting.append(name)
+        if waiting:
+            self.vectors.queue(*waiting)  # together: the fewest pending goes first
 
     def warm_up(self) -> int:
         """Read each project's search indexes (the vectors' graphs, then the keyword index)

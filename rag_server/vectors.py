@@ -5,6 +5,10 @@ A sweep of many files writes rows first and leaves their vectors pending
 at a time (the model has the machine's cores to itself that way), while every tool answers.
 A project is queued after each of its sweeps and, at startup, when it has vectors pending (a
 restart picks up where the last process stopped: what is pending is read from the database).
+Of the projects queued, the one with the fewest vectors pending goes next
+(`indexer.sweep.pending_order`). While projects are held (the sweeps of a start, which write
+rows only), nothing is embedded: every project's rows go in first, then the vectors as one
+stream.
 What the thread does is in each project's status: running, vectors per second, an estimate of
 the time left, and how its last run ended. With no embedder (model-free) there is nothing to
 embed: the worker takes no project and starts no thread.
@@ -22,7 +26,7 @@ from indexer.db import Database
 from indexer.embed import Embedder
 from indexer.errors import RagError
 from indexer.project import Project
-from indexer.sweep import VectorProgress, VectorReport, embed_pending
+from indexer.sweep import VectorProgress, VectorReport, embed_pending, pending_order
 
 log = logging.getLogger("code_rag.vectors")
 
@@ -38,26 +42,41 @@ class VectorWorker:
         self.project = project
         self._lock = threading.Condition()
         self._queue: list[str] = []
+        self._held: set[str] = set()  # nothing is embedded while one of these is held
         self._running: str | None = None
         self._progress: dict[str, VectorProgress] = {}
         self._last: dict[str, tuple[VectorReport, str | None]] = {}
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
-    def queue(self, name: str) -> None:
-        """Embed `name`'s pending vectors soon (at once when nothing else is being embedded;
-        a project queued twice runs once, a project running is run again after)."""
+    def queue(self, *names: str) -> None:
+        """Embed the pending vectors of `names` soon (at once when nothing else is being
+        embedded; a project queued twice runs once, a project running is run again after).
+        Projects queued together are ordered together."""
         with self._lock:
             if self._stop.is_set() or self.embedder is None:
                 return
-            if name not in self._queue:
-                self._queue.append(name)
+            for name in names:
+                if name not in self._queue:
+                    self._queue.append(name)
             if self._thread is None or not self._thread.is_alive():
                 self._thread = threading.Thread(
                     target=self._run, name="code-rag-vectors", daemon=True
                 )
                 self._thread.start()
             self._lock.notify()
+
+    def hold(self, name: str) -> None:
+        """Embed nothing until `name` is released (its rows are being written: the rows of
+        every project held go in before any vector)."""
+        with self._lock:
+            self._held.add(name)
+
+    def release(self, name: str) -> None:
+        """`name`'s rows are in (or will not come): once none is held, the queue goes on."""
+        with self._lock:
+            self._held.discard(name)
+            self._lock.notify_all()
 
     def forget(self, name: str) -> None:
         """`name` is no longer served: drop it from the queue and forget its last run (a run
@@ -66,15 +85,35 @@ class VectorWorker:
             if name in self._queue:
                 self._queue.remove(name)
             self._last.pop(name, None)
+            self._held.discard(name)
+            self._lock.notify_all()
+
+    def _next(self) -> str | None:
+        """The queued project to embed next (fewest pending first), once none is held; None
+        when the queue is empty or the worker stops."""
+        with self._lock:
+            while self._held and not self._stop.is_set():
+                self._lock.wait()
+            queued = list(self._queue)
+        if len(queued) > 1:
+            queued = [w.project for w in pending_order(self.db, queued)]
+        with self._lock:
+            for name in queued:
+                if name in self._queue and not self._stop.is_set():
+                    self._queue.remove(name)
+                    self._running = name
+                    return name
+            return None
 
     def _run(self) -> None:
         while not self._stop.is_set():
-            with self._lock:
-                if not self._queue:
+            name = self._next()
+            if name is None:
+                with self._lock:
+                    if self._queue and not self._stop.is_set():
+                        continue  # queued while the order was read
                     self._thread = None
                     return
-                name = self._queue.pop(0)
-                self._running = name
             assert self.embedder is not None  # nothing is queued without one
             try:
                 report = embed_pending(
@@ -128,6 +167,7 @@ class VectorWorker:
         self._stop.set()
         with self._lock:
             self._queue.clear()
+            self._lock.notify_all()
             thread = self._thread
         if thread is not None:
             # However slow the batch in flight, wait for it: a process that ends while the

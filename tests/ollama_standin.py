@@ -25,7 +25,7 @@ import socket
 import threading
 import time
 import zlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -123,6 +123,9 @@ class OllamaStandin:
         self.poison: set[str] = set()  # an input containing one of these is refused
         self.poison_error: tuple[int, str] = NAN_ERROR
         self.delay_seconds = 0.0  # answer /api/embed this late
+        # Called with each /api/embed request's inputs before it is answered (in the stand-in's
+        # thread): a test sees what is asked, in order, and can look at the world meanwhile.
+        self.on_embed: Callable[[list[str]], None] | None = None
 
     def reset_counters(self) -> None:
         with self._lock:
@@ -204,6 +207,8 @@ class OllamaStandin:
             self.batches.append(inputs)
         if self.delay_seconds:
             time.sleep(self.delay_seconds)
+        if self.on_embed is not None:
+            self.on_embed(inputs)
         model = self._model(body.get("model"))
         if model is None:
             return self._fail(

@@ -1,7 +1,8 @@
 """The write path: which files are indexed (`walk`), a changed file read, hashed and chunked
 (`prepare`, in worker processes when many), a batch embedded and written (`write`), the sweep
 itself and the file-event path beside it (`run`), the vectors a sweep left for after its rows
-(`vectors`), what a sweep is asked to do (`options`) and what it reports (`report`).
+and the order several projects' vectors go in (`vectors`), what a sweep is asked to do
+(`options`) and what it reports (`report`).
 `sweep_project(...) -> SweepReport` is what the scheduler, the CLI and the admin endpoint call.
 
 The face loads each module when one of its names is first used: the configuration reads the
@@ -22,7 +23,13 @@ if TYPE_CHECKING:
         SweepReport,
     )
     from indexer.sweep.run import apply_changes, sweep_project
-    from indexer.sweep.vectors import VectorProgress, VectorReport, embed_pending
+    from indexer.sweep.vectors import (
+        PendingWork,
+        VectorProgress,
+        VectorReport,
+        embed_pending,
+        pending_order,
+    )
     from indexer.sweep.walk import (
         DEFAULT_MAX_FILE_BYTES,
         DEFAULT_SKIP_DIRS,
@@ -40,9 +47,11 @@ _HOMES = {
     "SweepReport": "report",
     "apply_changes": "run",
     "sweep_project": "run",
+    "PendingWork": "vectors",
     "VectorProgress": "vectors",
     "VectorReport": "vectors",
     "embed_pending": "vectors",
+    "pending_order": "vectors",
     "DEFAULT_MAX_FILE_BYTES": "walk",
     "DEFAULT_SKIP_DIRS": "walk",
     "WalkOptions": "walk",
@@ -54,6 +63,7 @@ __all__ = [
     "DEFAULT_MAX_FILE_BYTES",
     "DEFAULT_SKIP_DIRS",
     "EmbeddingWork",
+    "PendingWork",
     "ProgressCallback",
     "SweepOptions",
     "SweepProgress",
@@ -63,6 +73,7 @@ __all__ = [
     "WalkOptions",
     "apply_changes",
     "embed_pending",
+    "pending_order",
     "sweep_project",
     "walk_project",
 ]

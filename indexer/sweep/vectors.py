@@ -22,6 +22,12 @@ builds them, once, as a bulk load does, instead of inserting every vector into a
 index written with no model (`provider = none`: rows only, no model recorded) is taken up the
 same way by the first model that embeds it: the model is recorded, the columns typed, and
 every row is pending.
+
+Several projects waiting at once (`./bld scan all`, a server's start) are one stream, in
+`pending_order`: the project with the fewest vectors pending first. The total is the same in
+any order, and so is the moment the last vector goes in; smallest first makes the most
+projects complete soonest (a project of a few files is whole in seconds instead of waiting
+behind one of hours), which round-robin would not.
 """
 
 from __future__ import annotations
@@ -108,6 +114,31 @@ class _Input:
     text: str
     label: str
     file: tuple[str, str, str | None]  # repo, path, language: what a refusal is recorded on
+
+
+@dataclass(frozen=True, slots=True)
+class PendingWork:
+    """A project and how many of its vectors are pending (None: the database did not say)."""
+
+    project: str
+    pending: int | None
+
+
+def pending_order(db: Database, names: Sequence[str]) -> list[PendingWork]:
+    """The projects `names` in the order their pending vectors are embedded: fewest pending
+    first, ties in the order given; a project whose count cannot be read goes last (its own
+    run reports why). A project with no index yet counts as none pending."""
+    counts: dict[str, int] = {}
+    try:
+        with db.reading("reading how many vectors each project waits for") as conn:
+            for name in names:
+                schema = Schema(name)
+                exists = store.project_exists(conn, schema)
+                counts[name] = store.pending_counts(conn, schema).total if exists else 0
+    except RagError as exc:
+        log.warning("cannot tell how many vectors are pending: %s", exc.message)
+    work = [PendingWork(name, counts.get(name)) for name in names]
+    return sorted(work, key=lambda w: (w.pending is None, w.pending or 0))
 
 
 def embed_pending(

@@ -22,7 +22,9 @@ from rag_server.config import Settings, make_settings_embedder, select_projects,
 
 if TYPE_CHECKING:
     from indexer.db import Database
+    from indexer.embed import Embedder
     from indexer.project import Project
+    from indexer.sweep import SweepReport
 
 EXIT_FILES_FAILED = 3
 EXIT_DROP_REFUSED = 4
@@ -53,8 +55,10 @@ def scan(
     """Reconcile the database with the projects file, then sweep now with progress.
 
     Schemas of projects no longer in rag-projects.json are listed and dropped only after
-    `Proceed? [y/N]` is answered yes (or with --yes). Exit codes: 0 done; 1 error;
-    3 some files failed (listed; retried next sweep); 4 a drop was refused.
+    `Proceed? [y/N]` is answered yes (or with --yes). Several projects: every project's
+    rows first, then their vectors, the project with the fewest pending first. Exit codes:
+    0 done; 1 error (a project that failed is named, the others went on); 3 some files
+    failed (listed; retried next sweep); 4 a drop was refused.
 
     Example: ./bld scan all --dry-run
     """
@@ -78,48 +82,97 @@ def scan(
 
 
 def _sweep(db: Database, settings: Settings, projects: list[Project], full: bool) -> bool:
-    """Sweep each project now with progress and its report; whether some file failed."""
-    from indexer.sweep import embed_pending, sweep_project
+    """Sweep the projects now, with progress and a report each, then embed the vectors they
+    left pending; whether some file failed. Several projects: every project's rows go in
+    first (each answers by keyword, name and exact text as soon as its own are in), then their
+    vectors follow as one stream, the project with the fewest pending first
+    (`indexer.sweep.pending_order`). A project whose sweep or vectors fail is reported and
+    the others go on; what failed is raised at the end."""
+    import dataclasses
 
-    failed = False
+    from indexer.sweep import sweep_project
+
     embedder = make_settings_embedder(settings)
+    options = sweep_options(settings)
+    if len(projects) > 1:  # no project's vectors before every project's rows
+        options = dataclasses.replace(options, defer_vectors=True)
+    failed = False
+    errors: list[RagError] = []
+    swept: list[tuple[Project, SweepReport]] = []
     try:
         for project in projects:
-            report = sweep_project(
-                db,
-                project,
-                embedder,
-                sweep_options(settings),
-                full=full,
-                wait=True,
-                progress=SweepPrinter(),
-            )
-            typer.echo(describe_report(report))
-            for failure in report.failures[:20]:
-                typer.echo(f"  failed: {failure['repo']}/{failure['path']}: {failure['reason']}")
-            failed = failed or bool(report.files_failed)
-            if embedder is None:  # model-free: rows only, nothing to embed
+            try:
+                report = sweep_project(
+                    db, project, embedder, options, full=full, wait=True, progress=SweepPrinter()
+                )
+            except RagError as exc:
+                if len(projects) == 1:
+                    raise
+                typer.echo(f"{project.name}: failed — {exc.message}")
+                errors.append(RagError(f"{project.name}: {exc.message}"))
                 continue
-            printer = VectorPrinter()
-            vectors = embed_pending(db, project, embedder, progress=printer)
-            printer.done()
-            if vectors.written or vectors.outcome != "ok":
-                typer.echo(describe_vectors(vectors))
-            work = report.embedding_work(
-                vectors.chunks_embedded + vectors.definitions_embedded, vectors.tokens_embedded
-            )
-            if work.source_tokens and work.texts:
-                exact = callable(getattr(embedder, "count_tokens", None))
-                typer.echo(describe_embedding_work(project.name, work, exact=exact))
-            for failure in vectors.failures[:20]:
-                typer.echo(f"  failed: {failure['repo']}/{failure['path']}: {failure['reason']}")
-            failed = failed or bool(vectors.files_failed)
-            if vectors.outcome == "failed":
-                raise RagError(f"{project.name}: {vectors.error}")
+            typer.echo(describe_report(report))
+            _echo_failures(report.failures)
+            failed = failed or bool(report.files_failed)
+            swept.append((project, report))
+        if embedder is not None:  # model-free: rows only, nothing to embed
+            failed = _embed_stream(db, embedder, swept, errors) or failed
     finally:
         if embedder is not None:
             embedder.close()
+    if len(errors) == 1:
+        raise errors[0]
+    if errors:
+        raise RagError(
+            f"{len(errors)} of {len(projects)} projects failed: "
+            + "; ".join(e.message for e in errors)
+        )
     return failed
+
+
+def _embed_stream(
+    db: Database,
+    embedder: Embedder,
+    swept: list[tuple[Project, SweepReport]],
+    errors: list[RagError],
+) -> bool:
+    """The pending vectors of the `swept` projects, one project after another in
+    `pending_order`, each with its progress and summary; a project whose run fails is added
+    to `errors`. Whether some file failed."""
+    from indexer.sweep import embed_pending, pending_order
+
+    reports = {project.name: (project, report) for project, report in swept}
+    order = pending_order(db, list(reports)) if len(reports) > 1 else []
+    if sum(w.pending or 0 for w in order):
+        counts = [f"{w.project} ({'?' if w.pending is None else f'{w.pending:,}'})" for w in order]
+        typer.echo(f"vectors of {len(order)} projects, fewest pending first: {', '.join(counts)}")
+    names = [w.project for w in order] or list(reports)
+    failed = False
+    for i, name in enumerate(names):
+        project, report = reports[name]
+        later = sum(w.pending or 0 for w in order[i + 1 :])
+        place = f"{i + 1}/{len(names)}" if len(names) > 1 else ""
+        printer = VectorPrinter(place=place, later=later)
+        vectors = embed_pending(db, project, embedder, progress=printer)
+        printer.done()
+        if vectors.written or vectors.outcome != "ok":
+            typer.echo(describe_vectors(vectors))
+        work = report.embedding_work(
+            vectors.chunks_embedded + vectors.definitions_embedded, vectors.tokens_embedded
+        )
+        if work.source_tokens and work.texts:
+            exact = callable(getattr(embedder, "count_tokens", None))
+            typer.echo(describe_embedding_work(project.name, work, exact=exact))
+        _echo_failures(vectors.failures)
+        failed = failed or bool(vectors.files_failed)
+        if vectors.outcome == "failed":
+            errors.append(RagError(f"{project.name}: {vectors.error}"))
+    return failed
+
+
+def _echo_failures(failures: list[dict[str, str]]) -> None:
+    for failure in failures[:20]:
+        typer.echo(f"  failed: {failure['repo']}/{failure['path']}: {failure['reason']}")
 
 
 def _dry_run(settings: Settings, projects: list[Project]) -> None:

@@ -78,13 +78,22 @@ class SweepPrinter(_Progress):
 
 
 class VectorPrinter(_Progress):
-    """Progress of the vectors a sweep left pending: done, left, rate, time left."""
+    """Progress of the vectors a sweep left pending: done, left, rate, time left. In a stream
+    of several projects, `place` says which (2/3) and `later` how many vectors the projects
+    after it wait for: the time left for all of them is added at this project's rate."""
+
+    def __init__(self, stream: TextIO | None = None, *, place: str = "", later: int = 0) -> None:
+        super().__init__(stream)
+        self.place = f" [{place}]" if place else ""
+        self.later = later
 
     def __call__(self, p: VectorProgress) -> None:
         eta = p.eta_seconds
         left = "" if eta is None else f", about {_duration(eta)} left"
+        if eta is not None and self.later:
+            left += f" (all projects: about {_duration(eta + self.later / p.per_second)})"
         text = (
-            f"{p.project}: vectors {p.done:,} in, {p.pending:,} pending, "
+            f"{p.project}{self.place}: vectors {p.done:,} in, {p.pending:,} pending, "
             f"{p.per_second:,.1f}/s{left}"
         )
         self._update(text, last=not p.pending)

@@ -156,15 +156,13 @@ def up(
             typer.echo(MODEL_FREE_LINE)
         else:
             typer.echo(f"embedding: {embedder.identity.describe()}")
+        options = sweep_options(settings)
+        if len(settings.projects) > 1:  # every project's rows, then the vectors as one stream
+            options = dataclasses.replace(options, defer_vectors=True)
         for project in settings.projects.values():
             typer.echo(f"sweeping {project.name} ...")
             report = sweep_project(
-                db,
-                project,
-                embedder,
-                sweep_options(settings),
-                wait=True,
-                progress=SweepPrinter(),
+                db, project, embedder, options, wait=True, progress=SweepPrinter()
             )
             typer.echo(describe_report(report))
             if report.vectors_deferred:

@@ -1,0 +1,226 @@
+"""Many projects in one scan: how soon every project answers, and when every vector is in.
+
+Corpus: three projects of different sizes cut from this Python's standard library (disjoint
+slices of its modules of at most 8 KB in path order, tests left out: `--sizes 5,25,80` files,
+24, 299 and 650 texts to embed), named small, medium and large and listed in the projects
+file as medium, large, small (neither the best nor the worst order for a scan that takes
+them in turn; the small one has fewer files than a sweep defers the vectors of). The
+bundled local model embeds (`provider = local`, as by default). Per run, the index starts
+empty (the three schemas dropped, the embedding cache every project shares emptied) and
+`./bld scan all` runs as a subprocess from a checkout (`--code`, alternated per run: a
+baseline and this one), while this process reads the database every quarter second: for each
+project, when its rows are in (its first sweep finished: it answers by keyword, name and
+exact text) and when its vectors are (its sweep finished and nothing pending). Reported per
+checkout, medians over runs: each project's two times, the time until every project's rows
+are in, until every vector is in, and the scan's own end (graphs built).
+
+    .venv/bin/python -m bench.scan_all_bench --runs 3 --code ../base --code .   # before/after
+    .venv/bin/python -m bench.scan_all_bench --sizes 2,5,10 --runs 1            # a quick look
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import sysconfig
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import psycopg
+
+from bench import machine
+from indexer.db import Database, Schema, store
+
+STDLIB = Path(sysconfig.get_paths()["stdlib"])
+# Installed packages and tests are not the modules taken.
+SKIPPED_PARTS = frozenset({"site-packages", "__pycache__", "test", "tests", "idlelib", "lib2to3"})
+KINDS = ("small", "medium", "large")
+LISTED = ("medium", "large", "small")  # the order of the projects file
+MAX_BYTES = 8000  # small modules only: a few texts each, so a scan takes a minute or two
+HERE = Path(__file__).resolve().parent.parent
+POLL_S = 0.25
+
+
+def copy_projects(work: Path, sizes: Sequence[int]) -> dict[str, int]:
+    """Disjoint slices of the standard library's modules (path order) under work/<kind>."""
+    found = sorted(
+        p
+        for p in STDLIB.rglob("*.py")
+        if not SKIPPED_PARTS.intersection(p.relative_to(STDLIB).parts)
+        and p.stat().st_size <= MAX_BYTES
+    )
+    start = 0
+    copied: dict[str, int] = {}
+    for kind, size in zip(KINDS, sizes, strict=True):
+        for source in found[start : start + size]:
+            target = work / kind / source.relative_to(STDLIB)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(source, target)
+        copied[kind] = len(found[start : start + size])
+        start += size
+    return copied
+
+
+def write_config(work: Path, dsn: str) -> Path:
+    projects = {kind: {"roots": [str(work / kind)]} for kind in LISTED}
+    (work / "rag-projects.json").write_text(json.dumps({"projects": projects}))
+    config = work / "application.ini"
+    config.write_text(
+        f"[database]\ndsn = {dsn}\n[embedding]\nprovider = local\n"
+        "[paths]\ndata = data\nprojects = rag-projects.json\n"
+    )
+    return config
+
+
+def reset(db: Database) -> None:
+    """An empty index: the projects' schemas dropped, the shared embedding cache emptied."""
+    with db.connection() as conn:
+        for kind in KINDS:
+            if store.project_exists(conn, Schema(kind)):
+                store.drop_project(conn, Schema(kind))
+        conn.execute('TRUNCATE "code-rag".embedding_cache')
+        conn.commit()
+
+
+def state(conn: psycopg.Connection[Any], kind: str) -> tuple[bool, bool]:
+    """(its rows are in, its vectors are in) for project `kind`, as the database says now."""
+    schema = Schema(kind)
+    if not store.project_exists(conn, schema):
+        return False, False
+    last = store.last_sweeps(conn, schema, 1)
+    rows = bool(last) and last[0].finished_at is not None
+    return rows, rows and store.pending_counts(conn, schema).total == 0
+
+
+def one_scan(db: Database, config: Path, code: Path) -> dict[str, Any]:
+    """`./bld scan all` of `code`'s checkout on an empty index, watched from here."""
+    reset(db)
+    env = {**os.environ, "PYTHONPATH": str(code)}
+    log = config.parent / "scan.log"
+    times: dict[str, dict[str, float]] = {kind: {} for kind in KINDS}
+    with log.open("wb") as out, psycopg.connect(db.dsn, autocommit=True) as conn:
+        t0 = time.perf_counter()
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "rag_server.cli", "scan", "all", "--config", str(config)],
+            cwd=code, env=env, stdout=out, stderr=subprocess.STDOUT,
+        )  # fmt: skip
+        while True:
+            ended = proc.poll() is not None
+            now = time.perf_counter() - t0
+            for kind in KINDS:
+                if len(times[kind]) == 2:  # complete: no more reads of it
+                    continue
+                rows, vectors = state(conn, kind)
+                if rows:
+                    times[kind].setdefault("rows", now)
+                if vectors:
+                    times[kind].setdefault("vectors", now)
+            if ended:
+                break
+            time.sleep(POLL_S)
+        wall = time.perf_counter() - t0
+    if proc.returncode != 0 or any(len(t) < 2 for t in times.values()):
+        raise SystemExit(f"scan all failed ({proc.returncode}):\n{log.read_text()}")
+    with db.connection() as c:
+        pending = {kind: store.pending_counts(c, Schema(kind)).total for kind in KINDS}
+        chunks = {kind: store.chunk_count(c, Schema(kind)) for kind in KINDS}
+    assert not any(pending.values()), pending
+    return {
+        "times": times,
+        "rows_all": max(t["rows"] for t in times.values()),
+        "vectors_all": max(t["vectors"] for t in times.values()),
+        "wall": wall,
+        "chunks": chunks,
+    }
+
+
+def label(code: Path) -> str:
+    commit = subprocess.run(
+        ["git", "-C", str(code), "rev-parse", "--short", "HEAD"], capture_output=True, text=True
+    ).stdout.strip()
+    return f"{code.name}@{commit or '?'}"
+
+
+def describe(result: dict[str, Any]) -> str:
+    per = "  ".join(
+        f"{kind} {result['times'][kind]['rows']:5.1f}/{result['times'][kind]['vectors']:5.1f}"
+        for kind in KINDS
+    )
+    return (
+        f"rows/vectors in (s): {per}; every project's rows {result['rows_all']:5.1f} s, "
+        f"every vector {result['vectors_all']:5.1f} s, scan ended {result['wall']:5.1f} s"
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--runs", type=int, default=3, help="scans per checkout")
+    parser.add_argument("--sizes", default="5,25,80", help="files of small,medium,large")
+    parser.add_argument(
+        "--code",
+        type=Path,
+        action="append",
+        help="a checkout whose `scan` runs (repeat: alternated per run); default this one",
+    )
+    args = parser.parse_args()
+    sizes = [int(s) for s in args.sizes.split(",")]
+    print(f"machine: {machine.describe()}")
+    print(f"command: {machine.command()}")
+    codes = [c.resolve() for c in args.code or [HERE]]
+    work = Path(tempfile.mkdtemp(prefix="code-rag-scan-all-"))
+    work.chmod(0o755)  # the embedded server runs as its own user when this runs as root
+    results: dict[Path, list[dict[str, Any]]] = {code: [] for code in codes}
+    try:
+        copied = copy_projects(work, sizes)
+        with Database("", work / "pg").open() as db:
+            config = write_config(work, db.dsn)
+            for run in range(args.runs):
+                for code in codes:
+                    result = one_scan(db, config, code)
+                    results[code].append(result)
+                    print(f"run {run + 1} {label(code)}: {describe(result)}", flush=True)
+        chunks = results[codes[0]][0]["chunks"]
+        print(
+            "projects (files, chunks): "
+            + ", ".join(f"{k} {copied[k]:,}, {chunks[k]:,}" for k in KINDS)
+            + f"; listed {', '.join(LISTED)}"
+        )
+        print(f"medians over {args.runs} runs (seconds from the scan's start):")
+        summary = {code: _medians(runs) for code, runs in results.items()}
+        for code, m in summary.items():
+            per = ", ".join(f"{k} {m[k + ' rows']:.1f} / {m[k + ' vectors']:.1f}" for k in KINDS)
+            print(
+                f"  {label(code)}: rows / vectors in: {per}; every project's rows "
+                f"{m['rows_all']:.1f}, every vector {m['vectors_all']:.1f}, scan ended "
+                f"{m['wall']:.1f}"
+            )
+        if len(codes) == 2:
+            before, after = (summary[c] for c in codes)
+            ratios = ", ".join(f"{k} {after[k] / before[k]:.2f}" for k in sorted(before))
+            print(f"  ratios {label(codes[1])} / {label(codes[0])}: {ratios}")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def _medians(runs: Sequence[dict[str, Any]]) -> dict[str, float]:
+    medians = {
+        key: statistics.median(r[key] for r in runs) for key in ("rows_all", "vectors_all", "wall")
+    }
+    for kind in KINDS:
+        for what in ("rows", "vectors"):
+            medians[f"{kind} {what}"] = statistics.median(r["times"][kind][what] for r in runs)
+    return medians
+
+
+if __name__ == "__main__":
+    main()
