@@ -6,7 +6,8 @@ underscores and hyphens) and, when it has several parts, the whole identifier jo
 separators, so all four spellings meet on `get`, `user`, `by`, `id` and `getuserbyid`.
 
 The query side drops English function words ("the", "of", "if") that carry no meaning in code
-search; neither side is stemmed.
+search. Neither side is stemmed; a query word's inflections (`inflections`: "views" for `view`)
+are other terms the keyword side may look for beside it.
 """
 
 from __future__ import annotations
