@@ -426,6 +426,10 @@ class Database:
         self.pool: ConnectionPool | None = None
 
     def open(self) -> Database:
+        """Start (if embedded), check and pool the database; an open one is left as it is, so
+        `with Database(...).open() as db` opens it once."""
+        if self.pool is not None:
+            return self
         self.dsn = (
             start_embedded(self.data_dir, writable=self.writable)
             if self.embedded
