@@ -1,4 +1,5 @@
-"""The store against the real embedded PostgreSQL: schemas, migrations, markers, file upserts."""
+"""The store against the real embedded PostgreSQL: opening it, schemas, migrations, markers,
+file upserts."""
 
 from __future__ import annotations
 
@@ -250,6 +251,15 @@ def test_hostile_project_names_are_refused_before_any_sql(hostile: str) -> None:
     ):
         with pytest.raises(InvalidProjectName):
             call()
+
+
+def test_a_database_opened_before_its_block_opens_once(database: Database) -> None:
+    # `with Database(...).open() as db`, as the commands write it, makes one pool, not two.
+    db = Database(database.dsn, database.data_dir).open()
+    pool = db.pool
+    with db as same:
+        assert same.pool is pool
+    assert db.pool is None
 
 
 def test_server_without_rights_to_enable_pgvector_says_what_to_do(database: Database) -> None:
