@@ -60,7 +60,6 @@ def symbols(
     Example: ./bld symbols code_rag sweep_project --detail full
     """
     from indexer.search import find_symbol
-    from rag_server.tools import symbols_result
 
     budget = json_budget(as_json, detail, max_chars)
     with user_errors(), project_database(config, project) as (target, db):
@@ -76,6 +75,8 @@ def symbols(
             limit=limit,
         )
         if budget is not None:
+            from rag_server.tools import symbols_result
+
             _print_json(symbols_result(db, target, found, budget))
             return
     if not found.symbols:
@@ -104,12 +105,13 @@ def outline(
     Example: ./bld outline code_rag code-rag indexer/sweep/run.py
     """
     from indexer.search import get_outline
-    from rag_server.tools import outline_result
 
     with user_errors(), project_database(config, project) as (target, db):
         found = get_outline(db, target, repo, path)
     budget = json_budget(as_json, detail, max_chars)
     if budget is not None:
+        from rag_server.tools import outline_result
+
         _print_json(outline_result(found, budget))
         return
     if not found.symbols:
