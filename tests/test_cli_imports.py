@@ -1,7 +1,9 @@
 """Each `./bld` command imports what it uses: one that serves nothing loads no web framework,
-one that calls no running server loads no HTTP client, and one that sweeps nothing loads no
-sweep. Each command runs in a fresh interpreter, as `./bld` runs it, on a small project with
-the default local model and a database of its own, then reports which of those it loaded."""
+one that calls no running server loads no HTTP client, one that sweeps nothing loads no sweep,
+one that searches nothing loads no search, one that embeds nothing loads no model runtime
+(numpy, ONNX Runtime, the tokenizer), and only `--json` loads the MCP tools. Each command runs
+in a fresh interpreter, as `./bld` runs it, on a small project with the default local model and
+a database of its own, then reports which of those it loaded."""
 
 from __future__ import annotations
 
@@ -41,10 +43,13 @@ SWEEP = (
     "indexer.sweep.workers",
 )
 SERVER = ("rag_server.service", "apscheduler", "watchfiles")
+SEARCH = ("indexer.search.hybrid", "indexer.search.keyword")
+MODEL = ("numpy", "onnxruntime", "tokenizers")
+TOOLS = ("rag_server.tools.toolbox", "rag_server.tools.search", "rag_server.tools.navigation")
 
 
 def cli(cwd: Path, *args: str) -> tuple[subprocess.CompletedProcess[str], set[str]]:
-    script = RUN_AND_REPORT.format(watched=(*WEB, *HTTP, *SWEEP, *SERVER, "numpy"))
+    script = RUN_AND_REPORT.format(watched=(*WEB, *HTTP, *SWEEP, *SERVER, *SEARCH, *MODEL, *TOOLS))
     done = subprocess.run(
         [sys.executable, "-c", script, *args],
         cwd=cwd, env=env(), stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=300,
@@ -76,20 +81,25 @@ def shop(tmp_path: Path, own_dsn: str) -> Path:
 def test_each_command_loads_only_what_it_uses(shop: Path) -> None:
     scanned, loaded = cli(shop, "scan", "shop", "--yes")
     assert scanned.returncode == 0, scanned.stderr
-    assert loaded.isdisjoint((*WEB, *HTTP, *SERVER)), loaded
+    assert loaded.isdisjoint((*WEB, *HTTP, *SERVER, *SEARCH, *TOOLS)), loaded
     assert set(SWEEP[:3]) <= loaded  # the sweep it runs, and nothing served
+    assert set(MODEL) <= loaded  # it embedded the new file
     again, loaded = cli(shop, "scan", "shop", "--yes")  # nothing changed: a no-op sweep
     assert ", 0 indexed, 1 unchanged," in again.stdout
-    assert loaded.isdisjoint((*WEB, *HTTP, *SERVER)), loaded
+    assert loaded.isdisjoint((*WEB, *HTTP, *SERVER, *SEARCH, *TOOLS, *MODEL)), loaded
 
     found, loaded = cli(shop, "search", "shop", "invoice total")
     assert found.returncode == 0, found.stderr
     assert "invoice.py" in found.stdout
-    assert loaded.isdisjoint((*WEB, *HTTP, *SWEEP, *SERVER)), loaded
+    assert loaded.isdisjoint((*WEB, *HTTP, *SWEEP, *SERVER, *TOOLS)), loaded
+    assert set(MODEL) <= loaded  # it embedded the query
+    as_json, loaded = cli(shop, "search", "shop", "invoice total", "--json")
+    assert as_json.returncode == 0, as_json.stderr
+    assert "rag_server.tools.search" in loaded  # the tool's object, as the tool makes it
 
     added, loaded = cli(shop, "token", "add", "shop", "--json")
     assert added.returncode == 0, added.stderr
-    assert loaded.isdisjoint((*WEB, *HTTP, *SWEEP, *SERVER, "numpy")), loaded
+    assert loaded.isdisjoint((*WEB, *HTTP, *SWEEP, *SERVER, *SEARCH, *MODEL, *TOOLS)), loaded
     for args in (
         ["token", "list"],
         ["token", "revoke", "shop"],
@@ -103,9 +113,10 @@ def test_each_command_loads_only_what_it_uses(shop: Path) -> None:
     ):
         done, loaded = cli(shop, *args)
         assert done.returncode == 0, (args, done.stderr)
-        assert loaded.isdisjoint((*WEB, *HTTP, *SWEEP, *SERVER, "numpy")), (args, loaded)
+        unused = (*WEB, *HTTP, *SWEEP, *SERVER, *SEARCH, *MODEL, *TOOLS)
+        assert loaded.isdisjoint(unused), (args, loaded)
 
     # Asking the running server (none here) is what loads the HTTP client, and only that.
     asked, loaded = cli(shop, "status", "--server")
     assert asked.returncode == 1
-    assert "httpx" in loaded and loaded.isdisjoint((*WEB, *SWEEP, *SERVER)), loaded
+    assert "httpx" in loaded and loaded.isdisjoint((*WEB, *SWEEP, *SERVER, *MODEL)), loaded

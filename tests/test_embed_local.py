@@ -178,6 +178,27 @@ def test_the_pieces_the_model_runs_cover_each_text_within_its_window(
     assert not rest.strip()
 
 
+def test_the_model_input_is_framed_as_the_cutting_tokenizer_frames_it(
+    local: LocalEmbedder,
+) -> None:
+    # A text within the window is framed by the uncut tokenizer (a one-shot search builds no
+    # second one), a longer one by the framer that cuts at the window: the ids are the
+    # framer's either way, at, just over and far over the window.
+    runtime = local.runtime
+    window = local.max_seq_length
+    texts = [
+        SNIPPETS["email"],
+        "x " * (window - 2),  # with [CLS] and [SEP]: the window exactly
+        "x " * (window - 1),
+        SNIPPETS["config"] * 12,
+        "",
+    ]
+    framed = runtime.frame_texts(texts)
+    cut = [e.ids for e in runtime.framer.encode_batch(texts, add_special_tokens=True)]
+    assert framed == cut
+    assert [len(ids) for ids in framed[1:4]] == [window, window, window]
+
+
 def test_prefixes_are_applied(local: LocalEmbedder) -> None:
     prefixed = LocalEmbedder(document_prefix="passage: ", query_prefix="query: ")
     assert prefixed.identity.document_prefix == "passage: "

@@ -1,4 +1,5 @@
-"""The store against the real embedded PostgreSQL: schemas, migrations, markers, file upserts."""
+"""The store against the real embedded PostgreSQL: opening it, schemas, migrations, markers,
+file upserts."""
 
 from __future__ import annotations
 
@@ -250,6 +251,38 @@ def test_hostile_project_names_are_refused_before_any_sql(hostile: str) -> None:
     ):
         with pytest.raises(InvalidProjectName):
             call()
+
+
+def test_a_database_opened_before_its_block_opens_once(database: Database) -> None:
+    # `with Database(...).open() as db`, as the commands write it, makes one pool, not two.
+    db = Database(database.dsn, database.data_dir).open()
+    pool = db.pool
+    with db as same:
+        assert same.pool is pool
+    assert db.pool is None
+
+
+def test_opening_a_prepared_database_writes_nothing(database: Database) -> None:
+    # Every command opens the database: what is already there is left alone (the shared
+    # cache's steps rewrite the schema's marker), and a part that went missing is made again.
+    def marker_version() -> str:
+        with psycopg.connect(database.dsn, autocommit=True) as conn:
+            row = conn.execute(
+                "SELECT xmin::text FROM pg_description"
+                " WHERE objoid = to_regnamespace('\"code-rag\"')"
+            ).fetchone()
+        assert row is not None
+        return str(row[0])
+
+    before = marker_version()
+    prepare_database(database.dsn)
+    assert marker_version() == before
+    with psycopg.connect(database.dsn, autocommit=True) as admin:
+        admin.execute('DROP INDEX "code-rag".embedding_cache_used')
+    prepare_database(database.dsn)
+    with psycopg.connect(database.dsn, autocommit=True) as conn:
+        index = conn.execute("SELECT to_regclass('\"code-rag\".embedding_cache_used')")
+        assert index.fetchone() == ('"code-rag".embedding_cache_used',)
 
 
 def test_server_without_rights_to_enable_pgvector_says_what_to_do(database: Database) -> None:

@@ -141,16 +141,18 @@ def _tune_embedded(admin_dsn: str, pgdata: Path) -> bool:
     if (pgdata / UNTUNED_MARK).exists():
         return False
     wanted = embedded_settings(memory_bytes())
-    restart = False
+    altered = restart = False
     with psycopg.connect(admin_dsn, autocommit=True) as conn:
         for name, value in wanted.items():
             row = conn.execute(statements.PERSISTED_SETTING, {"name": name}).fetchone()
             if row is not None and row[0] == value:
                 continue
             conn.execute(statements.alter_system(name, value))
+            altered = True
             context = conn.execute(statements.SETTING_CONTEXT, {"name": name}).fetchone()
             restart = restart or (context is not None and context[0] == "postmaster")
-        conn.execute(statements.RELOAD_CONFIG)
+        if altered:  # a reload signals every backend of the server: only for a change
+            conn.execute(statements.RELOAD_CONFIG)
     return restart
 
 
@@ -271,7 +273,12 @@ def prepare_database(dsn: str, *, writable: bool = True) -> tuple[str, str]:
 
 def _ensure_shared_cache(conn: psycopg.Connection[Any], where: str) -> None:
     """The embedding cache every project shares; a user that may not create it goes without
-    (each project then reuses only its own vectors), said once in the log."""
+    (each project then reuses only its own vectors), said once in the log. One that is there
+    whole is left as it is: every command opens the database, and the steps write."""
+    if conn.execute(
+        statements.SHARED_CACHE_COMPLETE, {"marker": statements.SHARED_MARKER}
+    ).fetchone() == (True,):
+        return
     _ensure_shared(
         conn,
         statements.CREATE_SHARED_CACHE,
@@ -298,6 +305,8 @@ def _ensure_access_tokens(conn: psycopg.Connection[Any], where: str) -> None:
 def _ensure_pg_prewarm(conn: psycopg.Connection[Any], where: str) -> None:
     """pg_prewarm lets a server read the search's indexes into memory as it starts; without it
     (not shipped, or this user may not enable it) the first searches read them as they go."""
+    if conn.execute(statements.PG_PREWARM_INSTALLED).fetchone() is not None:
+        return
     if conn.execute(statements.PG_PREWARM_AVAILABLE).fetchone() is None:
         return
     try:
@@ -426,6 +435,10 @@ class Database:
         self.pool: ConnectionPool | None = None
 
     def open(self) -> Database:
+        """Start (if embedded), check and pool the database; an open one is left as it is, so
+        `with Database(...).open() as db` opens it once."""
+        if self.pool is not None:
+            return self
         self.dsn = (
             start_embedded(self.data_dir, writable=self.writable)
             if self.embedded

@@ -41,6 +41,11 @@ CREATE_SHARED_CACHE = [
     'CREATE INDEX IF NOT EXISTS embedding_cache_used ON "code-rag".embedding_cache (used)',
 ]
 SHARED_CACHE_READY = "SELECT to_regclass('\"code-rag\".embedding_cache') IS NOT NULL"
+# Every step of CREATE_SHARED_CACHE done: the schema with its marker, and the table's last index.
+SHARED_CACHE_COMPLETE = """
+SELECT to_regclass('"code-rag".embedding_cache_used') IS NOT NULL
+   AND obj_description(to_regnamespace('"code-rag"'), 'pg_namespace') = %(marker)s
+"""
 SHARED_LOOKUP = """
 SELECT encode(digest, 'hex'), embedding FROM "code-rag".embedding_cache
  WHERE model = %(model)s AND digest = ANY(%(digests)s::bytea[])
@@ -102,6 +107,7 @@ PG_TRGM_INSTALLED = "SELECT extversion FROM pg_extension WHERE extname = 'pg_trg
 PG_TRGM_AVAILABLE = "SELECT default_version FROM pg_available_extensions WHERE name = 'pg_trgm'"
 CREATE_PG_TRGM = "CREATE EXTENSION IF NOT EXISTS pg_trgm"
 # Optional: a server after a start reads the search's indexes into memory with it.
+PG_PREWARM_INSTALLED = "SELECT 1 FROM pg_extension WHERE extname = 'pg_prewarm'"
 PG_PREWARM_AVAILABLE = "SELECT 1 FROM pg_available_extensions WHERE name = 'pg_prewarm'"
 CREATE_PG_PREWARM = "CREATE EXTENSION IF NOT EXISTS pg_prewarm"
 DATABASE_EXISTS = "SELECT 1 FROM pg_database WHERE datname = %(name)s"

@@ -108,13 +108,39 @@ class ModelRuntime:
         tokenizer.no_truncation()
         tokenizer.no_padding()
         self.tokenizer = tokenizer
-        self.framer = Tokenizer.from_str(tokenizer.to_str())
-        self.framer.enable_truncation(manifest.max_tokens)
+        self._framer: Any = None
+        self._framer_lock = threading.Lock()
         # How many special tokens frame a text ([CLS] … [SEP] for BERT).
         self.frame = len(tokenizer.encode("", add_special_tokens=True).ids)
         self._sessions: dict[str, Any] = {}
         self._sessions_lock = threading.Lock()
         self.documents_lock = threading.Lock()  # one document batch at a time per runtime
+
+    @property
+    def framer(self) -> Any:
+        """The tokenizer that cuts at the window, made on first use: a second parse of the
+        tokenizer (about 30 ms) that a query or a window-sized piece never needs."""
+        with self._framer_lock:
+            if self._framer is None:
+                from tokenizers import Tokenizer
+
+                framer = Tokenizer.from_str(self.tokenizer.to_str())
+                framer.enable_truncation(self.manifest.max_tokens)
+                self._framer = framer
+            return self._framer
+
+    def frame_texts(self, texts: list[str]) -> list[list[int]]:
+        """The model's input ids for `texts`: special tokens around each, cut at the window.
+        A text that fits comes out of the uncut tokenizer as the framer would make it (a cut
+        changes nothing within the window); only a longer one goes to the framer."""
+        limit = self.manifest.max_tokens
+        ids = [e.ids for e in self.tokenizer.encode_batch(texts, add_special_tokens=True)]
+        over = [i for i, piece in enumerate(ids) if len(piece) > limit]
+        if over:
+            cut = self.framer.encode_batch([texts[i] for i in over], add_special_tokens=True)
+            for i, e in zip(over, cut, strict=True):
+                ids[i] = e.ids
+        return ids
 
     def session(self, kind: str) -> Any:
         """The inference session for `kind` (documents or queries), created on first use."""
@@ -168,7 +194,7 @@ class ModelRuntime:
         import numpy as np
 
         m = self.manifest
-        pieces = [e.ids for e in self.framer.encode_batch(texts, add_special_tokens=True)]
+        pieces = self.frame_texts(texts)
         out = np.empty((len(pieces), m.dimension), dtype=np.float32)
         order = sorted(range(len(pieces)), key=lambda i: -len(pieces[i]))
         session = self.session(kind)

@@ -39,8 +39,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-import numpy as np
-
 from chunkers import DEFINITION_CHARS, UNKNOWN_LANGUAGE, Chunk, embedding_text
 from indexer.db import Conn, Database, Schema, embedding_cache, store
 from indexer.db.rows import PendingChunk, PendingDefinition
@@ -362,6 +360,8 @@ class _Phase:
         vectors: dict[str, Any],
         refused: dict[tuple[str, str, str | None], str],
     ) -> None:
+        import numpy as np  # only when something is embedded: a no-op sweep never loads it
+
         texts = [i.text for i in wanted]
         result = self.embedder.embed_documents(texts, [i.label for i in wanted])
         self.report.tokens_embedded += tokens_embedded(result, self.embedder, texts)

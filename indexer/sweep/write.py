@@ -18,7 +18,6 @@ import time
 from dataclasses import replace
 from typing import Any, NamedTuple
 
-import numpy as np
 import psycopg
 
 from chunkers import embedding_text
@@ -111,6 +110,8 @@ class Writer:
         refused: dict[str, str],
     ) -> None:
         """Embed the texts of `keys`; their vectors into `vectors`, refusals into `refused`."""
+        import numpy as np  # only when something is embedded: a no-op sweep never loads it
+
         report = self.report
         assert self.embedder is not None  # model-free batches embed nothing
         result = self.embedder.embed_documents(

@@ -20,6 +20,7 @@ assembles the commands, in the order `--help` lists them:
 
 from __future__ import annotations
 
+import gc
 import logging
 
 import typer
@@ -62,7 +63,15 @@ app.command()(serve.up)
 
 
 def main() -> None:
+    # The collector's full passes walk every object the imports made (modules, classes,
+    # functions: they live as long as the process), and at exit it walks them all again to
+    # free them: a sixth to a fifth of a one-shot command's processor time. Frozen, they are
+    # never walked and go with the process; what the command made is frozen on the way out.
+    gc.freeze()
     # The pool narrates connections it discards (a server that went away); the command's own
     # `error:` line says what happened and what to do.
     logging.getLogger("psycopg.pool").setLevel(logging.ERROR)
-    app(prog_name="bld")
+    try:
+        app(prog_name="bld")
+    finally:
+        gc.freeze()

@@ -5,21 +5,11 @@ tool's object, at the `--detail` and within the `--max-chars` given)."""
 from __future__ import annotations
 
 import json
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from indexer.search import (
-    DEFAULT_MAX_RESULTS,
-    DEFAULT_SYMBOL_LIMIT,
-    MAX_RESULTS,
-    MAX_SYMBOL_LIMIT,
-    LineMatches,
-    find_references,
-    find_symbol,
-    get_outline,
-)
-from indexer.search import grep as grep_text
+from indexer.search import DEFAULT_MAX_RESULTS, DEFAULT_SYMBOL_LIMIT, MAX_RESULTS, MAX_SYMBOL_LIMIT
 from rag_server.cli.common import (
     ConfigOption,
     DetailOption,
@@ -31,7 +21,10 @@ from rag_server.cli.common import (
     project_database,
     user_errors,
 )
-from rag_server.tools import Budget, lines_result, outline_result, symbols_result
+
+if TYPE_CHECKING:
+    from indexer.search import LineMatches
+    from rag_server.tools import Budget
 
 ProjectArg = Annotated[str, typer.Argument(help="The project to look in.")]
 MaxOption = Annotated[
@@ -66,6 +59,8 @@ def symbols(
 
     Example: ./bld symbols code_rag sweep_project --detail full
     """
+    from indexer.search import find_symbol
+
     budget = json_budget(as_json, detail, max_chars)
     with user_errors(), project_database(config, project) as (target, db):
         found = find_symbol(
@@ -80,6 +75,8 @@ def symbols(
             limit=limit,
         )
         if budget is not None:
+            from rag_server.tools import symbols_result
+
             _print_json(symbols_result(db, target, found, budget))
             return
     if not found.symbols:
@@ -107,10 +104,14 @@ def outline(
 
     Example: ./bld outline code_rag code-rag indexer/sweep/run.py
     """
+    from indexer.search import get_outline
+
     with user_errors(), project_database(config, project) as (target, db):
         found = get_outline(db, target, repo, path)
     budget = json_budget(as_json, detail, max_chars)
     if budget is not None:
+        from rag_server.tools import outline_result
+
         _print_json(outline_result(found, budget))
         return
     if not found.symbols:
@@ -128,6 +129,8 @@ def outline(
 
 def _print_lines(found: LineMatches, key: str, budget: Budget | None) -> None:
     if budget is not None:
+        from rag_server.tools import lines_result
+
         _print_json(lines_result(found, key, budget))
         return
     for m in found.matches:
@@ -156,6 +159,8 @@ def grep(
 
     Example: ./bld grep code_rag "compare_digest" --detail full
     """
+    from indexer.search import grep as grep_text
+
     with user_errors(), project_database(config, project) as (target, db):
         found = grep_text(
             db,
@@ -188,6 +193,8 @@ def refs(
 
     Example: ./bld refs code_rag sweep_project
     """
+    from indexer.search import find_references
+
     with user_errors(), project_database(config, project) as (target, db):
         found = find_references(
             db,

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import json
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from indexer.search import SearchHit, search_code
 from rag_server.cli.common import (
     ConfigOption,
     DetailOption,
@@ -21,7 +20,9 @@ from rag_server.cli.common import (
     user_errors,
 )
 from rag_server.config import endpoint_projects, make_settings_embedder
-from rag_server.tools import search_result
+
+if TYPE_CHECKING:
+    from indexer.search import SearchHit
 
 
 def search(
@@ -51,6 +52,8 @@ def search(
 
     Example: ./bld search code_rag "where are files hashed" --top-k 5 --detail full
     """
+    from indexer.search import search_code
+
     budget = json_budget(as_json, detail, max_chars)
     with user_errors():
         settings = settings_from(config)
@@ -71,6 +74,8 @@ def search(
                     by_file=by_file,
                 )
                 if budget is not None:
+                    from rag_server.tools import search_result
+
                     payload = search_result(db, targets, query, hits, budget)
         finally:
             if embedder is not None:
