@@ -11,8 +11,9 @@ options and the walk's defaults without loading the sweep (numpy, the writer, wo
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from indexer.lazy import lazy_names
 
 if TYPE_CHECKING:
     from indexer.sweep.options import DEFAULT_FILES_PER_COMMIT, SweepOptions
@@ -79,10 +80,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{home}"), name)
-    globals()[name] = value  # the next use finds it at once
-    return value
+__getattr__ = lazy_names(__name__, _HOMES, globals())
