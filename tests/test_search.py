@@ -118,6 +118,7 @@ def test_a_question_s_inflected_words_meet_the_code_s_forms(
     hits = search_code(database, project, None, "view delete", mode="keyword", ranking=plain)
     assert [h.path for h in hits] == ["lazy_view.py"]
     assert not Ranking().inflections and Ranking().alone().inflections
+    assert not plain.alone().inflections
 
 
 def test_exact_symbol_query_finds_its_definition_first(

@@ -68,20 +68,24 @@ class Ranking:
     # query asks for such files (1.0: they count as code). Measured on the file-level eval's
     # tuning split (docs/lab-log.md).
     demote: float = 0.3
-    # A query word also matches its English inflections (`lexical.inflections`: "views" meets
-    # `view`, "deleted" `delete`), a form other than the word counting `inflection_weight`
-    # of the word itself: with the vector side (`inflections`), which meets a word's forms
-    # already, and for the keyword side alone (`inflections_alone`: keyword mode, a server
-    # with no model). Measured on all three evals (docs/lab-log.md).
-    inflections: bool = False
+    # With no vector side beside it (`alone`: keyword mode, a server with no model), the
+    # keyword side also matches a query word's English inflections (`lexical.inflections`:
+    # "views" meets `view`, "deleted" `delete`), a form other than the word counting
+    # `inflection_weight` of the word itself. Beside the vectors, which meet a word's forms
+    # already, it matches words only (docs/lab-log.md).
     inflections_alone: bool = True
     inflection_weight: float = 0.5
+    # Whether this ranking runs the keyword side alone, with no vector side (`alone()`).
+    keyword_alone: bool = False
 
     def alone(self) -> Ranking:
         """This ranking for the keyword side alone, with no vector side beside it."""
-        if self.inflections == self.inflections_alone:
-            return self
-        return replace(self, inflections=self.inflections_alone)
+        return self if self.keyword_alone else replace(self, keyword_alone=True)
+
+    @property
+    def inflections(self) -> bool:
+        """Whether the keyword side matches a query word's inflections."""
+        return self.keyword_alone and self.inflections_alone
 
     def deep_enough(self, depth: int) -> Ranking:
         """This ranking with each ranker handing at least `depth` candidates to fusion."""
