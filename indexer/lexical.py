@@ -123,6 +123,7 @@ def _bases(word: str) -> set[str]:
     return {word}
 
 
+@functools.lru_cache(maxsize=1 << 14)
 def inflections(word: str) -> tuple[str, ...]:
     """`word`, then the words it may be an inflection of, or, for a word that is not one, its
     plural or third person: a question's `views` meets a name's `view`, `deleted` meets
