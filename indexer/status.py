@@ -10,6 +10,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from chunkers import CHUNKER_VERSION
+from indexer import clock
 from indexer.clock import iso
 from indexer.db import Conn, PendingCounts, Schema, store
 from indexer.embed import PROVIDER_NONE
@@ -17,6 +18,29 @@ from indexer.project import ROOT_EMPTY, Project, Root, root_problem
 
 MAX_FAILURES = 20
 MAX_WARNINGS = 20
+
+# A long phase (a sweep's rows, the vectors after them) records how far it is in the project's
+# `rag_meta` under these keys, at most every PROGRESS_EVERY seconds, for whoever asks the
+# status meanwhile (another process: `./bld status`, the `index_status` tool).
+ROWS_PROGRESS = "rows_progress"
+VECTORS_PROGRESS = "vectors_progress"
+PROGRESS_EVERY = 2.0
+
+
+def progress_record(done: int, total: int, seconds: float, **extra: Any) -> dict[str, Any]:
+    """How far a phase is: `done` of `total` (files, or vectors) after `seconds`, its rate so
+    far and the seconds left at that rate (None until something is done)."""
+    rate = done / seconds if seconds > 0 else 0.0
+    left = max(total - done, 0)
+    return {
+        "done": done,
+        "total": total,
+        "seconds": round(seconds, 1),
+        "per_second": round(rate, 2),
+        "eta_seconds": round(left / rate) if done and rate > 0 else None,
+        "updated_at": clock.now_iso(),
+        **extra,
+    }
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,6 +93,11 @@ class ProjectStatus:
     # Model-free: the model whose vectors the index keeps from before (unused until that
     # model is configured again), or None.
     kept_embedding: dict[str, Any] | None = None
+    # While a sweep runs: its rows' progress (`progress_record`: files done of total, rate,
+    # seconds left), as it last recorded it.
+    rows_progress: dict[str, Any] | None = None
+    # The bytes the index takes on disk (its tables, their indexes and TOAST data).
+    disk_bytes: int = 0
     extra: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
@@ -143,6 +172,8 @@ def project_status(conn: Conn, project: Project, *, model_free: bool = False) ->
     else:
         pending = store.pending_counts(conn, schema, of_all=True)
         off = {"embedding": meta.get("embedding"), "vectors_ready": pending.ready_share}
+        if pending.total and store.vectors_running(conn, schema):
+            off["extra"] = _vectors_running(meta.get(VECTORS_PROGRESS), pending.total)
     return ProjectStatus(
         project=project.name,
         indexed=True,
@@ -157,5 +188,18 @@ def project_status(conn: Conn, project: Project, *, model_free: bool = False) ->
         chunker_version=chunker_version,
         stale_chunker=chunker_version is not None and chunker_version != CHUNKER_VERSION,
         vectors_pending=pending.total,
+        rows_progress=meta.get(ROWS_PROGRESS) if running else None,
+        disk_bytes=store.disk_bytes(conn, schema),
         **off,
     )
+
+
+def _vectors_running(record: dict[str, Any] | None, pending: int) -> dict[str, Any]:
+    """What the status says of vectors another process is embedding now: its rate as it last
+    recorded it (`VECTORS_PROGRESS`), and the time left for what is pending at that rate."""
+    rate = (record or {}).get("per_second") or 0.0
+    return {
+        "vectors_running": True,
+        "vectors_per_second": rate or None,
+        "vectors_eta_seconds": round(pending / rate) if rate else None,
+    }

@@ -57,6 +57,8 @@ WATCH_OFF: dict[str, Any] = {
     "changes_applied": 0,
     "batches_applied": 0,
 }  # admin-started sweeps running at once (each holds one connection)
+# What the status takes from the database when another process embeds a project's vectors.
+VECTORS_ELSEWHERE = ("vectors_running", "vectors_per_second", "vectors_eta_seconds")
 
 Trigger = str  # "startup" | "schedule" | "admin" | "cli" | "watch" | "config"
 
@@ -550,7 +552,11 @@ class Service:
             indexer=self.indexing,
         )
         data.update(self.watch_state(name) or WATCH_OFF)
-        data.update(self.vectors.state(name))
+        vectors = self.vectors.state(name)
+        if data.get("vectors_running") and not vectors["vectors_running"]:
+            # Another process embeds them (`./bld scan`): the rate it records.
+            vectors.update({k: data[k] for k in VECTORS_ELSEWHERE})
+        data.update(vectors)
         return data
 
     def close(self) -> None:

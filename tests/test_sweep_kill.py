@@ -22,7 +22,7 @@ from psycopg import sql as pgsql
 from indexer.db import Database, Schema, store
 from indexer.embed import make_embedder
 from indexer.project import Project, Root
-from indexer.sweep import SweepOptions, sweep_project
+from indexer.sweep import SweepOptions, embed_pending, sweep_project
 
 __all__ = ["ollama_standin"]
 
@@ -243,9 +243,14 @@ def test_a_bulk_sweep_killed_during_copy_or_index_build_leaves_files_whole_and_c
     ollama_standin.delay_seconds = 0.0
     report = sweep_project(database, project, embedder, SweepOptions(files_per_commit=4))
     assert report.outcome == "ok"
+    # It went on from where the killed one stopped: the files it committed were not read again.
+    assert report.files_changed == FILES - len(versions)
+    assert report.files_unchanged == len(versions)
     assert set(file_versions(conn, project_name).values()) == {1}
     states = store.file_states(conn, Schema(project_name))
     assert {path: s.sha256 for (_r, path), s in states.items()} == shas
+    # The files it wrote went in rows first: their vectors follow, then the graphs.
+    assert embed_pending(database, project, embedder).outcome == "ok"
     assert {
         "rag_chunk_embedding_hnsw",
         "rag_chunk_tsv",

@@ -239,6 +239,14 @@ HAS_VECTORS = """
 SELECT 1 WHERE EXISTS (SELECT 1 FROM {schema}.rag_chunk WHERE embedding IS NOT NULL)
             OR EXISTS (SELECT 1 FROM {schema}.rag_symbol WHERE embedding IS NOT NULL)
 """
+HAS_FILES = "SELECT 1 WHERE EXISTS (SELECT 1 FROM {schema}.rag_file)"
+# A bulk load drops the text block's trigram index first and builds it last: while it is
+# missing, a bulk load was cut short (killed) and the next sweep goes on with it.
+BULK_LOAD_CUT_SHORT = """
+SELECT 1 WHERE NOT EXISTS (
+    SELECT 1 FROM pg_indexes
+     WHERE schemaname = %(schema)s AND indexname = 'rag_text_block_spelled_trgm')
+"""
 # How many of a project's two HNSW indexes exist.
 VECTOR_INDEXES = """
 SELECT count(*) FROM pg_indexes
@@ -420,6 +428,11 @@ SWEEP_LOCK_HELD = """
 SELECT 1 FROM pg_locks
  WHERE locktype = 'advisory' AND granted
    AND classid = hashtext('code-rag:sweep')::oid AND objid = hashtext(%(name)s)::oid
+"""
+VECTORS_LOCK_HELD = """
+SELECT 1 FROM pg_locks
+ WHERE locktype = 'advisory' AND granted
+   AND classid = hashtext('code-rag:vectors')::oid AND objid = hashtext(%(name)s)::oid
 """
 START_SWEEP = """
 INSERT INTO {schema}.rag_sweep (started_at, outcome) VALUES (now(), 'running') RETURNING id

@@ -164,7 +164,6 @@ def set_embedding_dimension(conn: Conn, schema: Schema, dim: int) -> bool:
         table: embedding_dimension(conn, schema, table) for table in statements.VECTOR_TABLES
     }
     if all(d == dim for d in current.values()):
-        build_bulk_indexes(conn, schema)  # a sweep killed during a bulk load left none
         return False
     model_free_rows = chunk_count(conn, schema) > 0 and not has_vectors(conn, schema)
     with conn.transaction():
@@ -241,6 +240,17 @@ def build_bulk_indexes(
 def has_vectors(conn: Conn, schema: Schema) -> bool:
     """Whether any chunk or definition of the project has its vector."""
     return conn.execute(schema.sql(statements.HAS_VECTORS)).fetchone() is not None
+
+
+def has_files(conn: Conn, schema: Schema) -> bool:
+    """Whether the project holds any file row (written, or failed)."""
+    return conn.execute(schema.sql(statements.HAS_FILES)).fetchone() is not None
+
+
+def bulk_load_cut_short(conn: Conn, schema: Schema) -> bool:
+    """Whether a bulk load was killed before it built its indexes (they are still missing)."""
+    row = conn.execute(statements.BULK_LOAD_CUT_SHORT, {"schema": schema.name}).fetchone()
+    return row is not None
 
 
 def drop_vector_indexes(conn: Conn, schema: Schema) -> None:
@@ -545,6 +555,12 @@ def release_sweep_lock(conn: Conn, schema: Schema) -> None:
 def sweep_running(conn: Conn, schema: Schema) -> bool:
     """Whether any process holds the project's sweep lock right now."""
     row = conn.execute(statements.SWEEP_LOCK_HELD, {"name": schema.name}).fetchone()
+    return row is not None
+
+
+def vectors_running(conn: Conn, schema: Schema) -> bool:
+    """Whether any process is embedding the project's pending vectors right now."""
+    row = conn.execute(statements.VECTORS_LOCK_HELD, {"name": schema.name}).fetchone()
     return row is not None
 
 

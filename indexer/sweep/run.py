@@ -16,8 +16,8 @@ embeds nothing: vectors a model stored earlier are kept, untouched.
 Two write paths, chosen by the amount of work: a few changed files go in one by one, each in a
 savepoint; a bulk load (many new files, at least as many as the index holds) drops the
 secondary indexes, writes the new files with COPY a batch at a time, and builds the indexes
-once at the end. A bulk sweep killed mid-way leaves whole batches; the next sweep builds any
-missing index first, then writes the rest.
+once at the end. A bulk sweep killed mid-way leaves whole batches; the next sweep goes on with the
+bulk load (the files committed are not read again) and builds the indexes at its end.
 """
 
 from __future__ import annotations
@@ -39,6 +39,7 @@ from indexer.db import Conn, Database, Schema, database_error, embedding_cache, 
 from indexer.embed import Embedder, EmbeddingModel, needs_reembed, reembed_warning
 from indexer.errors import RagError, SweepRunning
 from indexer.project import ROOT_EMPTY, Project
+from indexer.status import PROGRESS_EVERY, ROWS_PROGRESS, progress_record
 from indexer.sweep import workers
 from indexer.sweep.options import SweepOptions
 from indexer.sweep.prepare import Batch, Prepared, Preparer
@@ -85,6 +86,7 @@ class _Sweep:
         self.report = report
         self.progress = progress
         self.started = time.perf_counter()
+        self.rows_started = self.progress_saved = self.started
         self.redo = False  # every file is re-chunked (full sweep, new model or chunker)
         # The key of this model's vectors in the cache every project shares (None: no cache).
         self.shared = embedder.identity.cache_key if db.shared_cache and embedder else None
@@ -119,25 +121,33 @@ class _Sweep:
                 and needs_reembed(recorded, identity)
             ):
                 self._forget_model(recorded)
-            # Recorded only once every file has been chunked again (`_chunked_with_this_version`):
-            # a sweep stopped half-way leaves the old version, and the next one redoes the rest.
-            if store.get_meta(conn, self.schema, "chunker_version") != CHUNKER_VERSION:
-                redo = True
+            redo = self._chunker_redo() or redo
         conn.commit()
         return redo
 
+    def _chunker_redo(self) -> bool:
+        """Whether the stored files were chunked by another chunker version (every file is
+        then chunked again). The version is recorded once every file has been chunked again
+        (`_chunked_with_this_version`): a sweep stopped half-way leaves the old one, and the
+        next one redoes the rest. A project holding no file yet takes this version at once,
+        so a first index cut short goes on from where it stopped instead of starting over."""
+        if store.get_meta(self.conn, self.schema, "chunker_version") == CHUNKER_VERSION:
+            return False
+        if store.has_files(self.conn, self.schema):
+            return True
+        store.set_meta(self.conn, self.schema, "chunker_version", CHUNKER_VERSION)
+        return False
+
     def _prepare_model_free(self, full: bool) -> bool:
-        """`prepare_index` with no model: nothing is recorded or typed, the vectors a model
-        stored earlier stay as they are (unused; that model takes them up again, another one
-        re-embeds), and the indexes a bulk load killed mid-way left missing are built."""
+        """`prepare_index` with no model: nothing is recorded or typed, and the vectors a
+        model stored earlier stay as they are (unused; that model takes them up again, another
+        one re-embeds)."""
         conn = self.conn
         with conn.transaction():
             if full:  # every row goes, the kept vectors too: no model is theirs any more
                 store.clear_project(conn, self.schema)
                 store.set_meta(conn, self.schema, "embedding", None)
-            # The vectors' graphs are left for a model: nothing searches them meanwhile.
-            store.build_bulk_indexes(conn, self.schema, vectors=False)
-        redo = full or store.get_meta(conn, self.schema, "chunker_version") != CHUNKER_VERSION
+            redo = self._chunker_redo() or full
         conn.commit()
         return redo
 
@@ -179,7 +189,10 @@ class _Sweep:
         seen = {(c.repo, c.path) for c in walked.files}
         gone = [s.id for key, s in states.items() if key not in seen and s.repo not in unavailable]
         todo = self._compare(walked.files, states)
-        bulk = self._bulk(todo, states)
+        # A bulk load killed before its index builds goes on as one, rows first: the files it
+        # committed are not read again, and the indexes are built once, at the end.
+        cut_short = store.bulk_load_cut_short(self.conn, self.schema)
+        bulk = cut_short or self._bulk(todo, states)
         if bulk:
             store.drop_bulk_indexes(self.conn, self.schema, secondary=self.options.bulk_load)
             self.conn.commit()
@@ -203,12 +216,15 @@ class _Sweep:
             # Rows first: the vectors' graphs are built once their vectors are in (by the
             # phase that embeds them, `vectors.embed_pending`), at a bulk build's cost
             # instead of one insertion per vector; searches meanwhile scan the vectors in.
+            # (Also where this sweep embedded its files but went on with a bulk load that
+            # wrote rows first.)
+            pending = store.pending_counts(self.conn, self.schema).total
             store.build_bulk_indexes(
                 self.conn,
                 self.schema,
                 store.index_build_memory(chunks, self._dimension()),
                 max(0, workers.free_cores() - 1),
-                vectors=not self.writer.defer,
+                vectors=not self.writer.defer and not pending,
             )
             self.conn.commit()
             report.add_time("build_index", time.perf_counter() - t)
@@ -401,6 +417,7 @@ class _Sweep:
         return Batch(files, cached)
 
     def _progress(self, phase: str, done: int, total: int) -> None:
+        self._record_progress(phase, done, total)
         if self.progress is not None:
             self.progress(
                 SweepProgress(
@@ -412,6 +429,22 @@ class _Sweep:
                     time.perf_counter() - self.started,
                 )
             )
+
+    def _record_progress(self, phase: str, done: int, total: int) -> None:
+        """How far the rows are, in `rag_meta` (`ROWS_PROGRESS`) for the status of another
+        process: when the files to read are known, then at most every `PROGRESS_EVERY`
+        seconds, between batches (each batch is committed by then)."""
+        now = time.perf_counter()
+        if phase == "walk":
+            self.rows_started = now
+        elif now - self.progress_saved < PROGRESS_EVERY and done < total:
+            return
+        self.progress_saved = now
+        record = progress_record(
+            done, total, now - self.rows_started, chunks=self.report.chunks_written
+        )
+        store.set_meta(self.conn, self.schema, ROWS_PROGRESS, record)
+        self.conn.commit()
 
 
 def sweep_project(

@@ -45,6 +45,7 @@ from indexer.db.rows import PendingChunk, PendingDefinition
 from indexer.embed import Embedder, EmbeddingModel, needs_reembed, tokens_embedded
 from indexer.errors import RagError
 from indexer.project import Project
+from indexer.status import PROGRESS_EVERY, VECTORS_PROGRESS, progress_record
 from indexer.sweep.prepare import content_hash
 from indexer.sweep.workers import free_cores
 
@@ -199,6 +200,7 @@ class _Phase:
         if not self._same_model():
             return
         report = self.report
+        saved = 0.0
         while True:
             if stop is not None and stop.is_set():
                 report.outcome = "stopped"
@@ -208,14 +210,18 @@ class _Phase:
                 break
             if inputs:  # empty: every row read belonged to a file that failed just now
                 self._embed_and_write(inputs)
+            now = time.perf_counter()
+            if progress is None and now - saved < PROGRESS_EVERY:
+                continue
+            left = store.pending_counts(self.conn, self.schema).total
+            if now - saved >= PROGRESS_EVERY:  # for the status of another process
+                saved = now
+                done = report.written
+                record = progress_record(done, done + left, now - started)
+                store.set_meta(self.conn, self.schema, VECTORS_PROGRESS, record)
+            self.conn.commit()
             if progress is not None:
-                left = store.pending_counts(self.conn, self.schema).total
-                self.conn.rollback()
-                progress(
-                    VectorProgress(
-                        self.schema.name, report.written, left, time.perf_counter() - started
-                    )
-                )
+                progress(VectorProgress(self.schema.name, report.written, left, now - started))
         report.pending = store.pending_counts(self.conn, self.schema).total
         if self.shared is not None and report.chunks_embedded + report.definitions_embedded:
             embedding_cache.trim_shared_cache(self.conn)

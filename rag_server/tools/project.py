@@ -106,6 +106,16 @@ INDEX_STATUS_OUTPUT: dict[str, Any] = {
             "index another server keeps fresh, and sweeps nothing itself",
         },
         "vectors_eta_seconds": {"type": ["integer", "null"]},
+        "vectors_per_second": {"type": ["number", "null"]},
+        "rows_progress": {
+            "type": ["object", "null"],
+            "description": "while a sweep runs: files read of those to read (done, total), "
+            "files per second, seconds left at that rate (eta_seconds), chunks written",
+        },
+        "disk_bytes": {
+            "type": "integer",
+            "description": "the bytes the index takes on disk, its indexes included",
+        },
     },
     "required": ["project", "indexed", "sweep_running", "next_sweep_at"],
 }
