@@ -13,6 +13,7 @@ import pytest
 from ollama_standin import OllamaStandin, ollama_standin
 from test_sweep_bulk import FIXTURES
 
+import indexer.sweep.write
 from chunkers import chunk_file, embedding_text, lone_definitions
 from indexer.db import Database
 from indexer.embed import count_tokens, estimate_tokens, make_embedder
@@ -97,6 +98,36 @@ def test_rows_first_then_the_vectors_report_the_same_work_as_an_inline_sweep(
     assert work.texts == len(texts)
     assert work.tokens == count_tokens(local, texts)
     assert work.source_tokens == report.source_tokens > 0
+
+
+def test_past_its_first_characters_a_sweep_counts_the_sources_tokens_on_a_sample(
+    database: Database,
+    project_name: str,
+    corpus: Path,
+    local: Any,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Counting every token of a large tree costs more than indexing it: past the first
+    # characters (a few MB; here 1,000) one file in 16 by path is counted and the rest scaled.
+    monkeypatch.setattr(indexer.sweep.write, "SOURCE_SAMPLE_CHARS", 1000)
+    monkeypatch.setattr(indexer.sweep.write, "SOURCE_SAMPLE_EVERY", 3)
+    for i in range(60):  # files of one kind, so that a sample speaks for all of them
+        (corpus / f"gen_{i:02d}.py").write_text(
+            "".join(
+                f"def handler_{i}_{n}(request):\n    return request.reply({n})\n" for n in range(8)
+            ),
+            encoding="utf-8",
+        )
+    project = Project(project_name, (Root(corpus, "shop"),))
+    sources, _, _ = expected(project)
+    exact = count_tokens(local, sources)
+
+    report = sweep_project(database, project, local, ROWS_FIRST)
+
+    assert report.source_chars == sum(map(len, sources))
+    assert 1000 <= report.source_sampled_chars < report.source_chars
+    assert report.source_sampled_tokens < exact
+    assert report.source_tokens == pytest.approx(exact, rel=0.1)
 
 
 def test_with_ollama_tokens_are_estimated_from_characters_on_both_sides(

@@ -83,11 +83,17 @@ class SweepReport:
     cache_hits: int = 0
     vectors_deferred: int = 0  # texts written without their vectors, embedded afterwards
     model_free: bool = False  # swept with no embedder: rows only, no vector wanted
-    # The embedding work against the source: tokens of the text of the files written, and of
-    # the texts embedded (by the model's tokenizer where the embedder has it, else estimated:
-    # `indexer.embed.count_tokens`); a sweep that leaves its vectors for later embeds none.
+    # The embedding work against the source: tokens of the text of the files written (counted
+    # on a sample past the first few MB, scaled by characters), and of the texts embedded (by
+    # the model's tokenizer where the embedder has it, else estimated: `indexer.embed.
+    # count_tokens`); a sweep that leaves its vectors for later embeds none.
     source_tokens: int = 0
     tokens_embedded: int = 0
+    # Of the characters written, how many had their tokens counted (a sample past the first
+    # few MB: `indexer.sweep.write.Writer._count_source`), and those tokens.
+    source_chars: int = 0
+    source_sampled_chars: int = 0
+    source_sampled_tokens: int = 0
     embed_requests: int = 0
     embed_retries: int = 0
     embed_truncated: int = 0

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 import time
+import zlib
 from dataclasses import replace
 from typing import Any, NamedTuple
 
@@ -28,6 +29,11 @@ from indexer.sweep.prepare import Batch, Prepared
 from indexer.sweep.report import SweepReport
 
 log = logging.getLogger("code_rag.sweep")
+
+# The source's tokens are counted on this many characters of a sweep's files, then on one
+# file in SOURCE_SAMPLE_EVERY (by path), and scaled to the rest (`Writer._count_source`).
+SOURCE_SAMPLE_CHARS = 4_000_000
+SOURCE_SAMPLE_EVERY = 16
 
 
 class Wanted(NamedTuple):
@@ -99,8 +105,28 @@ class Writer:
         written = self._write(batch, vectors, refused)
         report.add_time("store", time.perf_counter() - t)
         t = time.perf_counter()
-        report.source_tokens += count_tokens(self.embedder, [f.text or "" for f in written])
+        self._count_source([f.text or "" for f in written], [f.candidate.path for f in written])
         report.add_time("count_tokens", time.perf_counter() - t)
+
+    def _count_source(self, texts: list[str], paths: list[str]) -> None:
+        """The source's tokens (`report.source_tokens`, against which the embedding work is
+        told): counted on the first `SOURCE_SAMPLE_CHARS` characters a sweep writes, then on
+        the files one in `SOURCE_SAMPLE_EVERY` of whose paths hash to 0, and scaled to all
+        the characters written. Counting every token of a 2 GB tree with the model's
+        tokenizer took longer than reading, chunking and writing it."""
+        report = self.report
+        sample = [
+            text
+            for text, path in zip(texts, paths, strict=True)
+            if report.source_sampled_chars < SOURCE_SAMPLE_CHARS
+            or zlib.crc32(path.encode("utf-8", "surrogateescape")) % SOURCE_SAMPLE_EVERY == 0
+        ]
+        report.source_chars += sum(map(len, texts))
+        report.source_sampled_chars += sum(map(len, sample))
+        report.source_sampled_tokens += count_tokens(self.embedder, sample) if sample else 0
+        if report.source_sampled_chars:
+            ratio = report.source_sampled_tokens / report.source_sampled_chars
+            report.source_tokens = round(report.source_chars * ratio)
 
     def _embed(
         self,
