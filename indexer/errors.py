@@ -13,6 +13,7 @@ their edge; the CLI and the JSON-RPC layer each translate `RagError` exactly onc
     │   └── ExtensionMissing     the server lacks another extension we need (pg_trgm)
     ├── ForeignSchema            a schema we did not create (never altered or dropped)
     ├── SweepRunning             another sweep of the project holds its lock
+    ├── SweepStopped             a sweep asked to stop (a server stopping) stopped between batches
     ├── ReadReplica              a sweep asked of a server that does not index ([indexer] enabled)
     ├── EmbedderError            the embedding service failed
     │   ├── EmbedderUnavailable  not reachable / not installed
@@ -70,6 +71,10 @@ class ForeignSchema(RagError):
 
 class SweepRunning(RagError):
     code = "sweep_running"
+
+
+class SweepStopped(RagError):
+    code = "sweep_stopped"
 
 
 class ReadReplica(RagError):

@@ -32,7 +32,7 @@ from typing import Any
 from indexer.clock import iso, now
 from indexer.db import Database, PendingCounts, Schema, lookup, store
 from indexer.embed import Embedder
-from indexer.errors import ProjectNotFound, RagError, ReadReplica, SweepRunning
+from indexer.errors import ProjectNotFound, RagError, ReadReplica, SweepRunning, SweepStopped
 from indexer.project import Project
 from indexer.search import QueryVectorCache, TermStatsCache
 from indexer.status import ProjectStatus, project_status
@@ -87,7 +87,8 @@ class ActiveRun:
 
 @dataclass(frozen=True)
 class RunOutcome:
-    """How a sweep of this process ended: "ok", "failed" or "skipped" (another held the lock)."""
+    """How a sweep of this process ended: "ok", "failed", "skipped" (another held the lock) or
+    "stopped" (the server stopping stopped it between batches)."""
 
     run_id: str
     project: str
@@ -193,6 +194,7 @@ class Service:
         self.config_problem: ConfigProblem | None = None
         self._active: dict[str, ActiveRun] = {}
         self._last: dict[str, RunOutcome] = {}
+        self._stopping = threading.Event()  # set by close(): running sweeps stop
         self._pool = ThreadPoolExecutor(BACKGROUND_SWEEPS, thread_name_prefix="code-rag-sweep")
         # The vectors a sweep left pending, embedded in a thread of their own.
         self.vectors = VectorWorker(database, embedder, self.project)
@@ -375,12 +377,21 @@ class Service:
             if trigger == "startup":  # rows only: the vectors thread embeds, after every row
                 options = replace(options, defer_vectors=True)
             result = sweep_project(
-                self.db, project, self.embedder, options, full=full, progress=progress
+                self.db,
+                project,
+                self.embedder,
+                options,
+                full=full,
+                progress=progress,
+                stop=self._stopping,
             )
             report = result.to_dict()
             self.vectors.queue(name)
         except SweepRunning as exc:
             outcome, message = "skipped", exc.message
+        except SweepStopped as exc:
+            outcome, message = "stopped", exc.message
+            log.info("%s", exc.message)
         except RagError as exc:
             outcome, message = "failed", exc.message
             log.warning("sweep of %s failed: %s", name, exc.message)
@@ -560,8 +571,9 @@ class Service:
         return data
 
     def close(self) -> None:
-        """Drop queued sweeps; a running one is not waited for (it stops at its next database
-        call once the pool closes, and its lock goes with its connection); the vectors in
-        flight are written, the rest stays pending for the next start."""
+        """Drop queued sweeps; a running one stops before its next batch (what it committed
+        stays, and the next sweep goes on from there); the vectors in flight are written, the
+        rest stays pending for the next start."""
+        self._stopping.set()
         self._pool.shutdown(wait=False, cancel_futures=True)
         self.vectors.close()

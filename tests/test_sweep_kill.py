@@ -4,6 +4,7 @@ next sweep converges."""
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import signal
 import subprocess
@@ -18,11 +19,13 @@ import pytest
 from index_rows import file_chunks, file_symbols
 from ollama_standin import OllamaStandin, ollama_standin
 from psycopg import sql as pgsql
+from server_fixtures import server_settings, standin_embedder
 
 from indexer.db import Database, Schema, store
 from indexer.embed import make_embedder
 from indexer.project import Project, Root
-from indexer.sweep import SweepOptions, embed_pending, sweep_project
+from indexer.sweep import SweepOptions, SweepProgress, embed_pending, sweep_project
+from rag_server.service import Service
 
 __all__ = ["ollama_standin"]
 
@@ -270,3 +273,46 @@ def index_names(conn: psycopg.Connection[Any], project: str) -> list[str]:
     names = [r[0] for r in rows.fetchall()]
     conn.rollback()
     return names
+
+
+def test_a_stopping_server_stops_its_sweep_between_batches_and_the_next_goes_on(
+    database: Database,
+    conn: psycopg.Connection[Any],
+    project_name: str,
+    tmp_path: Path,
+    work_dir: Path,
+    ollama_standin: OllamaStandin,
+) -> None:
+    # A server stopped (SIGTERM, Ctrl-C) during a long first sweep exits at the next batch
+    # instead of sweeping on to the end; what it committed stays, and the next one goes on.
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    shas = write_tree(tree, 1)
+    project = Project(project_name, (Root(tree, "tree"),))
+    settings = server_settings(work_dir, {project_name: project}, ollama_standin, database.dsn)
+    settings = dataclasses.replace(
+        settings, indexer=dataclasses.replace(settings.indexer, files_per_commit=4)
+    )
+    service = Service(settings, database, standin_embedder(ollama_standin))
+    batches: list[int] = []
+
+    def stop_after_two(p: SweepProgress) -> None:
+        if p.phase == "index":
+            batches.append(p.files_done)
+            if len(batches) == 2:
+                service.close()  # what the server's shutdown does
+
+    outcome = service.sweep(project_name, trigger="startup", progress=stop_after_two)
+    assert outcome.outcome == "stopped"
+    assert outcome.message is not None and "the next sweep goes on" in outcome.message
+    assert batches == [4, 8]
+    assert len(file_versions(conn, project_name)) == 8
+    [stopped] = store.last_sweeps(conn, Schema(project_name), limit=1)
+    assert stopped.outcome == "stopped"
+    conn.rollback()
+
+    report = sweep_project(database, project, standin_embedder(ollama_standin))
+    assert (report.files_unchanged, report.files_changed) == (8, FILES - 8)
+    states = store.file_states(conn, Schema(project_name))
+    assert {path: s.sha256 for (_r, path), s in states.items()} == shas
+    conn.rollback()

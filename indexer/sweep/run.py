@@ -37,7 +37,7 @@ from chunkers import CHUNKER_VERSION
 from indexer import clock
 from indexer.db import Conn, Database, Schema, database_error, embedding_cache, store
 from indexer.embed import Embedder, EmbeddingModel, needs_reembed, reembed_warning
-from indexer.errors import RagError, SweepRunning
+from indexer.errors import RagError, SweepRunning, SweepStopped
 from indexer.project import ROOT_EMPTY, Project
 from indexer.status import PROGRESS_EVERY, ROWS_PROGRESS, progress_record
 from indexer.sweep import workers
@@ -75,8 +75,10 @@ class _Sweep:
         options: SweepOptions,
         report: SweepReport,
         progress: ProgressCallback | None,
+        stop: threading.Event | None = None,
     ) -> None:
         self.db = db
+        self.stop = stop
         self.conn = conn
         self.project = project
         self.schema = Schema(project.name)
@@ -354,6 +356,11 @@ class _Sweep:
         done = 0
         try:
             while True:
+                if self.stop is not None and self.stop.is_set():
+                    raise SweepStopped(
+                        f"the sweep of {self.name} stopped after {done:,} of {len(todo):,} "
+                        "files, as asked; the next sweep goes on from there"
+                    )
                 t = time.perf_counter()
                 item = batches.get()
                 self.report.add_time("wait_prepare", time.perf_counter() - t)
@@ -456,9 +463,12 @@ def sweep_project(
     full: bool = False,
     wait: bool = False,
     progress: ProgressCallback | None = None,
+    stop: threading.Event | None = None,
 ) -> SweepReport:
     """Sweep `project` now and return its report (also stored in `rag_sweep`). With no
-    `embedder` (model-free) the rows are written and nothing is embedded.
+    `embedder` (model-free) the rows are written and nothing is embedded. Once `stop` is set
+    (a server stopping) it stops before its next batch and raises `SweepStopped`: the batches
+    committed stay, and the next sweep goes on from there.
 
     Raises `SweepRunning` when another sweep of the project holds its lock (unless `wait`),
     and the `RagError` that stopped it when the whole sweep fails (embedder or database
@@ -473,10 +483,10 @@ def sweep_project(
         conn.commit()
         started = time.perf_counter()
         try:
-            _Sweep(db, conn, project, embedder, options, report, progress).run(full)
+            _Sweep(db, conn, project, embedder, options, report, progress, stop).run(full)
         except BaseException as exc:
             _rollback(conn)
-            report.outcome = "failed"
+            report.outcome = "stopped" if isinstance(exc, SweepStopped) else "failed"
             if isinstance(exc, psycopg.Error):
                 report.error = database_error(exc, what).message
             else:
