@@ -291,7 +291,7 @@ class Run:
                 phase = self.phase()
                 t = time.perf_counter()
                 try:
-                    hits = len(self.call(http, "search_code", {"query": query}).get("results", []))
+                    hits = len(self.call(http, "search_code", {"query": query}).get("hits", []))
                     ok = True
                 except (httpx.HTTPError, RuntimeError, ValueError):
                     hits, ok = 0, False

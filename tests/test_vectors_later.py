@@ -6,6 +6,8 @@ outage costs what it costs inline, no more."""
 
 from __future__ import annotations
 
+import json
+import re
 import shutil
 import signal
 import subprocess
@@ -16,13 +18,14 @@ import time
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import psycopg
 import pytest
 from ollama_standin import RUNNER_ERROR, OllamaStandin, ollama_standin
 from psycopg import sql as pgsql
 from test_sweep_bulk import CHUNKS, FILES, FIXTURES, SYMBOLS, TEXT, rows
 
-from indexer.db import Database, Schema, store
+from indexer.db import Database, Schema, queries, store
 from indexer.embed import make_embedder
 from indexer.project import Project, Root
 from indexer.search import find_symbol, grep, search_code
@@ -426,6 +429,44 @@ def test_the_vector_side_answers_from_the_vectors_in_before_the_graphs_exist(
     assert vector_indexes(conn, project.name) == set()  # not before every vector is in
     hits = search_code(database, project, embedder, "job_3", top_k=10, mode="vector")
     assert hits and all(hit.path.endswith("job.py") for hit in hits)
+    # Meanwhile it reads the rows that have their vector through an index of them, not every
+    # row of the table (a first index of a million chunks read them all for each search).
+    assert embedded_indexes(conn, project.name) == EMBEDDED
+    vector = embedder.embed_query("job_3")
+    assert vector_plan(database, project, vector) >= EMBEDDED
+    rest = embed_pending(database, project, embedder)
+    assert rest.outcome == "ok" and rest.pending == 0
+    assert vector_indexes(conn, project.name) == {
+        "rag_chunk_embedding_hnsw",
+        "rag_symbol_embedding_hnsw",
+    }
+    assert embedded_indexes(conn, project.name) == set()  # the graphs serve from now on
+
+
+EMBEDDED = {"rag_chunk_embedded", "rag_symbol_embedded"}
+
+
+def embedded_indexes(conn: Conn, name: str) -> set[str]:
+    found = conn.execute(
+        "SELECT indexname FROM pg_indexes WHERE schemaname = %s AND indexname LIKE %s",
+        (name, "%_embedded"),
+    ).fetchall()
+    conn.rollback()
+    return {row[0] for row in found}
+
+
+def vector_plan(database: Database, project: Project, vector: list[float]) -> set[str]:
+    """The indexes the vector side's statement reads, planned as a search plans it."""
+    schema = Schema(project.name)
+    with database.reading() as reader, reader.transaction():
+        reader.execute(queries.WALK_VECTOR_GRAPHS)
+        params = {"repo": None, "language": None, "path_re": None, "limit": 10}
+        plan = reader.execute(
+            pgsql.SQL("EXPLAIN (FORMAT JSON) ") + schema.sql(queries.VECTOR_CANDIDATES),
+            {**params, "vector": np.asarray(vector, dtype=np.float32)},
+            prepare=False,
+        ).fetchone()[0]  # type: ignore[index]
+    return set(re.findall(r'"Index Name": "([^"]+)"', json.dumps(plan)))
 
 
 def test_a_text_already_stored_takes_its_vector_as_read_back(

@@ -239,6 +239,19 @@ HAS_VECTORS = """
 SELECT 1 WHERE EXISTS (SELECT 1 FROM {schema}.rag_chunk WHERE embedding IS NOT NULL)
             OR EXISTS (SELECT 1 FROM {schema}.rag_symbol WHERE embedding IS NOT NULL)
 """
+# Until the graphs exist (a first index written rows first, its vectors coming in), the vector
+# side reads the rows that have their vector through these, not every row of the table: at a
+# million chunks with a few thousand vectors in, a search read every chunk.
+CREATE_EMBEDDED = [
+    "CREATE INDEX IF NOT EXISTS rag_chunk_embedded ON {schema}.rag_chunk (id)"
+    " WHERE embedding IS NOT NULL",
+    "CREATE INDEX IF NOT EXISTS rag_symbol_embedded ON {schema}.rag_symbol (id)"
+    " WHERE embedding IS NOT NULL",
+]
+DROP_EMBEDDED = [
+    "DROP INDEX IF EXISTS {schema}.rag_chunk_embedded",
+    "DROP INDEX IF EXISTS {schema}.rag_symbol_embedded",
+]
 HAS_FILES = "SELECT 1 WHERE EXISTS (SELECT 1 FROM {schema}.rag_file)"
 # A bulk load drops the text block's trigram index first and builds it last: while it is
 # missing, a bulk load was cut short (killed) and the next sweep goes on with it.

@@ -229,8 +229,9 @@ def build_bulk_indexes(
     missing, with `memory` as maintenance_work_mem and at most `workers` parallel workers per
     build (None: the server's setting). A parallel build that finds no room in shared memory
     (a small /dev/shm) is done again without workers."""
+    graphs = [statements.CREATE_HNSW, statements.CREATE_SYMBOL_HNSW, *statements.DROP_EMBEDDED]
     steps = [
-        *([statements.CREATE_HNSW, statements.CREATE_SYMBOL_HNSW] if vectors else []),
+        *(graphs if vectors else []),
         *statements.CREATE_TRGM,
         *statements.CREATE_SECONDARY,
     ]
@@ -270,8 +271,18 @@ def build_vector_indexes(
     conn: Conn, schema: Schema, memory: str = "1GB", workers: int | None = None
 ) -> None:
     """Build the HNSW indexes of the chunks' and the definitions' vectors where missing (a
-    first index built rows first gets them once its vectors are in)."""
-    _build(conn, schema, [statements.CREATE_HNSW, statements.CREATE_SYMBOL_HNSW], memory, workers)
+    first index built rows first gets them once its vectors are in), and drop the indexes of
+    the rows with a vector that served the vector side meanwhile (`ensure_embedded_indexes`)."""
+    steps = [statements.CREATE_HNSW, statements.CREATE_SYMBOL_HNSW, *statements.DROP_EMBEDDED]
+    _build(conn, schema, steps, memory, workers)
+
+
+def ensure_embedded_indexes(conn: Conn, schema: Schema) -> None:
+    """Index the rows that have their vector, for the vector side to read while the graphs
+    are missing (a first index's vectors coming in); `build_vector_indexes` drops them."""
+    with conn.transaction():
+        for step in statements.CREATE_EMBEDDED:
+            conn.execute(schema.sql(step))
 
 
 def _build(

@@ -199,6 +199,10 @@ class _Phase:
     ) -> None:
         if not self._same_model():
             return
+        if store.vector_indexes_missing(self.conn, self.schema):
+            # Searches meanwhile read the rows with a vector through an index of them.
+            store.ensure_embedded_indexes(self.conn, self.schema)
+        self.conn.commit()
         report = self.report
         saved = 0.0
         while True:

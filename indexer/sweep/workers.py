@@ -79,6 +79,8 @@ def _serve(conn: Connection, fn: Callable[[Any, Any], Any], context: Any) -> Non
             reply = (index, False, f"{type(exc).__name__}: {exc}")
         try:
             conn.send(reply)
+        except OSError:  # the parent is gone (killed): nothing to answer to
+            return
         except Exception as exc:  # a result that cannot be sent back fails its item
             conn.send((index, False, f"the result could not be sent back: {exc}"))
 
