@@ -15,7 +15,9 @@ from dataclasses import dataclass
 # a long definition left slivers); 5: chunks of 2,000 characters (up to 3,333) instead of
 # 1,200 (up to 2,000): more hits on developer questions (docs/lab-log.md); 6: a definition
 # no chunk speaks for (merged into a neighbour's chunk, nested) gets a vector of its own
-# (`lone_definitions`; unchanged chunks keep their vectors).
+# (`lone_definitions`; unchanged chunks keep their vectors). Names over 512 characters left out
+# (`symbols.MAX_NAME_CHARS`) came without a bump: the files it changes failed to be stored
+# before (a name too long to index), and a failed file is read again by every sweep.
 CHUNKER_VERSION = 6
 
 # Small neighbours merge up to `target_chars`; a definition up to `max_chars` stays whole. The

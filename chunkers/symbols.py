@@ -59,6 +59,12 @@ def error_ratio(tree: Tree) -> float:
     return errors / total
 
 
+# A name longer than this, or spanning lines, is a grammar's misreading of the code, not a name:
+# its definition is left out (its lines are chunked as any other). PostgreSQL cannot index a
+# name of a few kB (a 9,655-character "function name" in a kernel header failed its file).
+MAX_NAME_CHARS = 512
+
+
 def extract(tree: Tree, language: str, source: bytes) -> list[Definition]:
     """Top-level definitions of `tree` (parsed from `source`), nested definitions as children."""
     rules = rules_for(language)
@@ -92,8 +98,8 @@ def _definition(
         return None
     node = captures[kind][0]
     name = rules.name_of(names, node) if rules.name_of else _text(names[0])
-    if not name:
-        return None
+    if not name or len(name) > MAX_NAME_CHARS or "\n" in name:
+        return None  # no name: a grammar's misreading (a macro-heavy C header's thousands of lines)
     short_name = name
     qualifier = captures.get("qualifier")
     if qualifier:

@@ -8,6 +8,7 @@ and control characters each cost at most their own file, with the reason in the 
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 import tempfile
@@ -19,11 +20,14 @@ import pytest
 from ollama_standin import OllamaStandin, ollama_standin
 from server_fixtures import Served, call, make_project, serve, unique_name, wait_for
 
+import chunkers.symbols
+import indexer.sweep.run
+from chunkers import ChunkerConfig
 from indexer.db import Database
 from indexer.embed import make_embedder
 from indexer.project import Project, Root
-from indexer.search import search_code
-from indexer.sweep import sweep_project
+from indexer.search import find_symbol, grep, search_code
+from indexer.sweep import SweepOptions, sweep_project
 
 __all__ = ["ollama_standin"]
 
@@ -195,3 +199,65 @@ def test_a_hostile_tree_indexes_every_indexable_file(
         assert hits and hits[0].path == path, (path, [h.path for h in hits])
     vector_hits = search_code(database, project, embedder, "undecodable_name_word")
     assert vector_hits[0].path == "bad\\xff\\xfename.py"
+
+
+# A name of 9,610 characters that do not compress: a grammar misreading a macro-heavy C header
+# produced one of 9,655, which no PostgreSQL index can hold (a b-tree row takes 2,704 bytes).
+HUGE = "generated_" + "".join(hashlib.sha256(str(i).encode()).hexdigest() for i in range(150))
+# Past 512 characters (`chunkers.symbols.MAX_NAME_CHARS`) a name is taken for a misreading.
+LONG = HUGE[:600]
+
+
+@pytest.mark.parametrize("bulk", [False, True], ids=["file by file", "bulk load"])
+def test_a_name_too_long_to_index_fails_its_own_file_and_nothing_else(
+    database: Database,
+    project_name: str,
+    base: Path,
+    ollama_standin: OllamaStandin,
+    monkeypatch: pytest.MonkeyPatch,
+    bulk: bool,
+) -> None:
+    # By default such a "name" is left out by the chunker (the file is indexed without it).
+    # Let through, the database refuses the file's rows (a limit of the data, which psycopg
+    # counts among its operational errors): that file fails with the reason, the sweep goes on.
+    monkeypatch.setattr(chunkers.symbols, "MAX_NAME_CHARS", 100_000)
+    if bulk:
+        monkeypatch.setattr(indexer.sweep.run, "BULK_LOAD_FILES", 1)
+    root = base / "tree"
+    root.mkdir()
+    (root / "huge.py").write_text(f"def {HUGE}():\n    return 1\n", encoding="utf-8")
+    for i in range(6):
+        (root / f"ok{i}.py").write_text(f"def fine_{i}():\n    return {i}\n", encoding="utf-8")
+    project = Project(project_name, (Root(root, "tree"),))
+    embedder = make_embedder("ollama", "nomic-embed-text:v1.5", ollama_standin.url)
+
+    long_lines = SweepOptions(chunker=ChunkerConfig(max_line_chars=100_000))  # not "minified"
+    report = sweep_project(database, project, embedder, long_lines)
+
+    assert report.outcome == "partial"
+    assert (report.files_changed, report.files_failed) == (6, 1)
+    [failure] = report.failures
+    assert failure["path"] == "huge.py"
+    assert "could not be stored" in failure["reason"] and "index row" in failure["reason"]
+    assert search_code(database, project, embedder, "fine_3", top_k=3)[0].path == "ok3.py"
+
+
+def test_a_grammars_misread_name_is_left_out_and_its_file_indexed(
+    database: Database, project_name: str, base: Path, ollama_standin: OllamaStandin
+) -> None:
+    root = base / "tree"
+    root.mkdir()
+    (root / "huge.py").write_text(
+        f"def {LONG}():\n    return 1\n\n\ndef small_neighbour():\n    return 2\n",
+        encoding="utf-8",
+    )
+    project = Project(project_name, (Root(root, "tree"),))
+    embedder = make_embedder("ollama", "nomic-embed-text:v1.5", ollama_standin.url)
+
+    report = sweep_project(database, project, embedder)
+
+    assert (report.outcome, report.files_changed) == ("ok", 1)
+    found = find_symbol(database, project, "small_neighbour").symbols
+    assert [s.qualified_name for s in found] == ["small_neighbour"]
+    assert all(len(s.name) < 512 for s in find_symbol(database, project, LONG[:30]).symbols)
+    assert [m.line for m in grep(database, project, LONG[:40]).matches] == [1]  # its text stays

@@ -18,7 +18,13 @@ from indexer.db import (
     tokens,
 )
 from indexer.db.blocks import spelled
-from indexer.db.database import Database, database_error, prepare_database, start_embedded
+from indexer.db.database import (
+    Database,
+    database_error,
+    prepare_database,
+    start_embedded,
+    statement_limit,
+)
 from indexer.db.queries import BlockMatch
 from indexer.db.rows import (
     AccessToken,
@@ -67,6 +73,7 @@ __all__ = [
     "rows",
     "spelled",
     "start_embedded",
+    "statement_limit",
     "statements",
     "store",
     "tokens",

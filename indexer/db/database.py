@@ -210,12 +210,19 @@ def database_error(exc: psycopg.Error, what: str, pool: PoolState | None = None)
             f"{what}: PostgreSQL did not answer in time ({_first_line(exc)}); "
             "try a narrower query, or check the server's load"
         )
-    if isinstance(exc, psycopg.OperationalError):
+    if isinstance(exc, psycopg.OperationalError) and not statement_limit(exc):
         return DatabaseError(
             f"{what}: PostgreSQL is not reachable ({_first_line(exc)}); "
             "check that the server runs and [database] dsn is right"
         )
     return DatabaseError(f"{what}: {_first_line(exc)}")
+
+
+def statement_limit(exc: psycopg.Error) -> bool:
+    """Whether `exc` is a limit one statement's data met (an index row too large, a statement
+    too complex): psycopg counts these among the operational errors, but the connection and
+    the server are fine and only that data fails (a sweep fails its file, not itself)."""
+    return isinstance(exc, psycopg.errors.ProgramLimitExceeded)
 
 
 @contextlib.contextmanager

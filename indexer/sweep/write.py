@@ -22,7 +22,7 @@ from typing import Any, NamedTuple
 import psycopg
 
 from chunkers import embedding_text
-from indexer.db import Conn, Schema, bulk, embedding_cache, store
+from indexer.db import Conn, Schema, bulk, embedding_cache, statement_limit, store
 from indexer.embed import Embedder, count_tokens, tokens_embedded
 from indexer.errors import RagError
 from indexer.sweep.prepare import Batch, Prepared
@@ -211,9 +211,9 @@ class Writer:
                     report.chunks_written += len(f.chunks)
                     written.append(f)
                     continue
-                except psycopg.OperationalError:
-                    raise
                 except psycopg.Error as exc:
+                    if isinstance(exc, psycopg.OperationalError) and not statement_limit(exc):
+                        raise  # the connection or the server failed: the sweep stops
                     reason = f"could not be stored: {str(exc).strip().splitlines()[0]}"
             store.record_file_error(conn, self.schema, cand.repo, cand.path, reason, f.language)
             report.fail_file(cand.repo, cand.path, reason)
@@ -242,9 +242,9 @@ class Writer:
         t = time.perf_counter()
         try:
             bulk.load_files(self.conn, self.schema, files)
-        except psycopg.OperationalError:
-            raise
         except psycopg.Error as exc:
+            if isinstance(exc, psycopg.OperationalError) and not statement_limit(exc):
+                raise
             log.warning(
                 "%s: the bulk load of a batch failed (%s); writing its files one by one",
                 self.schema.name,
