@@ -2,8 +2,8 @@
 
 APScheduler's background scheduler runs the jobs in its own threads, so sweeps never block the
 event loop. One interval job per project (`max_instances=1`, missed runs coalesced); a project
-never swept before (no schema, or no finished sweep) has its first run at start-up, the others
-one interval after it; the first runs of a start write rows only, and the background vectors
+never swept before, or whose last sweep did not end (killed, stopped, failed), has its first
+run at start-up, the others one interval after it; the first runs of a start write rows only, and the background vectors
 wait for all of them (`VectorWorker.hold`): every project's rows first, then the vectors. A
 scheduled run that finds the project sweeping already (an admin reindex, or `./bld scan`
 holding the advisory lock) is skipped, not queued. The jobs follow the projects file
@@ -62,7 +62,7 @@ class SweepScheduler:
 
     def _first_run(self, name: str) -> tuple[datetime, str]:
         try:
-            if self.service.never_swept(name):
+            if self.service.unfinished(name):
                 return now(), "startup"
         except RagError as exc:
             log.warning("cannot tell whether %s was swept (%s); sweeping now", name, exc.message)
@@ -70,8 +70,9 @@ class SweepScheduler:
         return now() + self.interval, "schedule"
 
     def _plan(self, name: str, first_trigger: str = "startup") -> None:
-        """The interval job of a project, and its first run at once when it was never swept
-        (reported as `first_trigger`: "startup", or "config" for a project just added)."""
+        """The interval job of a project, and its first run at once when its last sweep did
+        not end, or there was none (reported as `first_trigger`: "startup", or "config" for a
+        project just added)."""
         first, trigger = self._first_run(name)
         if trigger == "startup":
             # The first run is a one-off so that it reports how it came; the interval job

@@ -57,6 +57,8 @@ WATCH_OFF: dict[str, Any] = {
     "changes_applied": 0,
     "batches_applied": 0,
 }  # admin-started sweeps running at once (each holds one connection)
+# The outcomes of a sweep that went through every file (partial: some failed, each recorded).
+FINISHED = ("ok", "partial")
 # What the status takes from the database when another process embeds a project's vectors.
 VECTORS_ELSEWHERE = ("vectors_running", "vectors_per_second", "vectors_eta_seconds")
 
@@ -532,13 +534,16 @@ class Service:
             )
         return warmed
 
-    def never_swept(self, name: str) -> bool:
-        """True when the project has no schema yet or no finished sweep."""
+    def unfinished(self, name: str) -> bool:
+        """True when the project has no schema yet, or its last sweep did not end (never
+        swept, killed, stopped, failed): a start sweeps it at once, and a first index cut
+        short goes on from where it stopped instead of waiting for the schedule."""
         with self.db.reading(f"reading the index of {name}") as conn:
             schema = Schema(name)
             if not store.project_exists(conn, schema):
                 return True
-            return store.summary(conn, schema).last_sweep_at is None
+            last = store.last_sweeps(conn, schema, limit=1)
+            return not last or last[0].outcome not in FINISHED
 
     def index_status(self, name: str) -> ProjectStatus:
         """What the database knows of one project (see `indexer.status`)."""

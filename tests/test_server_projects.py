@@ -156,3 +156,33 @@ def test_startup_sweeps_a_project_never_swept_and_plans_the_next(
         assert before_start + interval <= next_at <= started + interval
         hits = call(served, project.name, "search_code", {"query": "retry_with_backoff"})["hits"]
         assert "net/retry.py" in [hit["path"] for hit in hits]
+
+
+@pytest.mark.parametrize("last", ["ok", "killed"])
+def test_startup_goes_on_with_a_sweep_that_did_not_end_and_not_with_one_that_did(
+    work_dir: Path, ollama_standin: OllamaStandin, database: Database, last: str
+) -> None:
+    # A first index killed half-way (a crash, kill -9) left its sweep 'running'; a start
+    # sweeps the project at once instead of waiting one interval with the rest unindexed.
+    from indexer.db import Schema, store
+
+    project = make_project(unique_name("cut"), work_dir / "cut", SHOP_FILES, label="shop")
+    index(database, project, ollama_standin)
+    if last == "killed":
+        with database.connection() as conn:
+            store.start_sweep(conn, Schema(project.name))  # what a killed process leaves
+            conn.commit()
+    for served in serve(work_dir, {project.name: project}, ollama_standin, database, schedule=True):
+        if last == "killed":
+            status = wait_for(
+                lambda served=served: (
+                    (s := call(served, project.name, "index_status", {})) and s["last_run"] and s
+                ),
+                what="the start-up sweep",
+            )
+            assert status["last_run"]["trigger"] == "startup"
+            assert status["last_sweep"]["outcome"] == "ok"
+        else:
+            status = call(served, project.name, "index_status", {})
+            assert status["last_run"] is None  # nothing to go on with: the schedule's turn
+            assert status["last_sweep"]["outcome"] == "ok"

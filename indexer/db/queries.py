@@ -187,12 +187,13 @@ SELECT c.id, f.language
  LIMIT %(limit)s
 """
 )
-# Rows as `rows.StoredChunk`.
+# Rows as `rows.StoredChunk`. A chunk's symbols are its file's (the file's key leads: a bulk
+# load drops the index of symbols by chunk until its end, and then this read every symbol).
 CHUNKS_BY_ID = """
 SELECT c.id AS chunk_id, f.repo, f.path, c.start_line, c.end_line, c.symbol, c.kind,
        f.language, c.content, f.indexed_at,
        ARRAY(SELECT s.qualified_name FROM {schema}.rag_symbol s
-              WHERE s.chunk_id = c.id ORDER BY s.ordinal) AS symbols
+              WHERE s.file_id = c.file_id AND s.chunk_id = c.id ORDER BY s.ordinal) AS symbols
   FROM {schema}.rag_chunk c
   JOIN {schema}.rag_file f ON f.id = c.file_id
  WHERE c.id = ANY(%(ids)s)

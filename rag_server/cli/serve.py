@@ -76,7 +76,8 @@ def serve(
 ) -> None:
     """Serve one MCP endpoint per project and the admin endpoint; sweep on schedule.
 
-    Projects never swept are swept at start-up; the others every sweep_interval_minutes.
+    Projects never swept, or whose last sweep did not end (killed, stopped), are swept at
+    start-up; the others every sweep_interval_minutes.
     Edits of rag-projects.json apply while it runs. With [indexer] enabled = false it is a
     read replica: it only answers, from a database another server indexes.
 
