@@ -46,8 +46,11 @@ BACKGROUND_SWEEPS = 2
 # The share of PostgreSQL's shared buffers that warming the search up after a start may fill.
 WARM_SHARE = 0.5
 WARM_TIMEOUT_MS = 120_000  # per project
-# How long a project's count of pending vectors is reused by searches (seconds).
+# How long a project's count of pending vectors is reused by searches: 2 s, or 20 times what
+# counting took (at a million pending chunks a count takes seconds; searches then pay it once
+# a minute, not every other one).
 PENDING_TTL_S = 2.0
+PENDING_TTL_TIMES = 20
 # The status of a project whose file events are not followed (watching off in the settings).
 WATCH_OFF: dict[str, Any] = {
     "watching": False,
@@ -200,6 +203,7 @@ class Service:
         self._pool = ThreadPoolExecutor(BACKGROUND_SWEEPS, thread_name_prefix="code-rag-sweep")
         # The vectors a sweep left pending, embedded in a thread of their own.
         self.vectors = VectorWorker(database, embedder, self.project)
+        # project -> (until when its count of pending vectors is reused, the count)
         self._pending: dict[str, tuple[float, PendingCounts]] = {}
         # Set by the scheduler when it runs: the next scheduled sweep of a project.
         self.next_sweep_at: Callable[[str], datetime | None] = lambda _name: None
@@ -458,7 +462,7 @@ class Service:
         at = time.monotonic()
         with self._lock:
             cached = self._pending.get(name)
-        if cached is not None and at - cached[0] < PENDING_TTL_S:
+        if cached is not None and at < cached[0]:
             return cached[1]
         try:
             with self.db.reading(f"reading the index of {name}") as conn:
@@ -471,8 +475,9 @@ class Service:
         except RagError as exc:
             log.warning("cannot tell how many vectors of %s are pending: %s", name, exc.message)
             return PendingCounts()
-        with self._lock:
-            self._pending[name] = (at, found)
+        took = time.monotonic() - at
+        with self._lock:  # kept longer where counting took long: a million pending rows
+            self._pending[name] = (at + max(PENDING_TTL_S, PENDING_TTL_TIMES * took), found)
         return found
 
     def pending_vectors_of(self, names: Iterable[str]) -> PendingCounts:

@@ -53,6 +53,9 @@ log = logging.getLogger("code_rag.vectors")
 
 # Pending inputs read, embedded and written per round (one commit each).
 BATCH = 128
+# How often the rounds count what is pending (for their progress): at a million pending
+# chunks a count takes a second or two, as long as a round's embedding.
+PENDING_RECOUNT_S = 30.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -204,7 +207,8 @@ class _Phase:
             store.ensure_embedded_indexes(self.conn, self.schema)
         self.conn.commit()
         report = self.report
-        saved = 0.0
+        saved = counted_at = 0.0
+        counted = written_then = 0
         while True:
             if stop is not None and stop.is_set():
                 report.outcome = "stopped"
@@ -217,7 +221,11 @@ class _Phase:
             now = time.perf_counter()
             if progress is None and now - saved < PROGRESS_EVERY:
                 continue
-            left = store.pending_counts(self.conn, self.schema).total
+            if now - counted_at >= PENDING_RECOUNT_S:
+                counted, counted_at = store.pending_counts(self.conn, self.schema).total, now
+                written_then = report.written
+            # Between counts, what is left is the count less what this run wrote since.
+            left = max(counted - (report.written - written_then), 0)
             if now - saved >= PROGRESS_EVERY:  # for the status of another process
                 saved = now
                 done = report.written
