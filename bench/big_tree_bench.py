@@ -11,7 +11,8 @@ file of an unpacked tree, which are taken out so the tree reads as an upstream c
 events followed) and, while it runs: samples the memory of the server's processes (RSS, parsing
 workers included) and of PostgreSQL's (PSS: their shared buffers counted once) every few
 seconds; asks `index_status` every few seconds (both phases' progress); sends a `search_code`
-every `--search-every` seconds (a name, or a sentence; each answer's latency, client side);
+every `--search-every` seconds (a name, or a sentence; each answer's latency, client side: an
+agent asking a few questions a minute);
 and kills the server with SIGKILL at each `--kill` moment (`rows:0.3`: when 30 % of the files
 are in; `vectors:120`: 120 s into the vectors), then starts it again. The embedded PostgreSQL
 outlives a killed server, as it would on a user's machine, and the next one joins it. After
@@ -21,7 +22,7 @@ already in, which tells whether a restart redid committed work.
 
     .venv/bin/python -m bench.big_tree_bench prepare --dir ../bigtree/tree
     .venv/bin/python -m bench.big_tree_bench run --tree ../bigtree/tree --work ../bigtree/run \\
-        --kill rows:0.3 --kill rows:0.7 --kill vectors:120 --vector-seconds 300
+        --kill rows:0.3 --kill rows:0.7 --kill vectors:120 --vector-seconds 300 --search-every 10
 """
 
 from __future__ import annotations
@@ -49,6 +50,8 @@ PACKAGES = ("linux-source-6.1", "openjdk-17-source", "binutils-source")
 PROJECT = "big"
 PORT = 17191
 START_TIMEOUT_S = 300.0
+# index_status counts the pending vectors: seconds at a million chunks, so asked sparingly.
+STATUS_EVERY_S = 10.0
 QUERIES = (
     "kmalloc",
     "spin_lock_irqsave",
@@ -264,7 +267,7 @@ class Run:
 
     def poll_status(self) -> None:
         with httpx.Client(headers={"X-RAG-Token": TOKEN}, timeout=60) as http:
-            while not self.stop.wait(3):
+            while not self.stop.wait(STATUS_EVERY_S):
                 try:
                     s = self.call(http, "index_status", {})
                 except (httpx.HTTPError, RuntimeError, ValueError):
