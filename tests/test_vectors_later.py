@@ -363,10 +363,11 @@ def test_a_definition_whose_lines_cannot_be_read_back_fails_its_file_alone(
     assert report.definitions_embedded > 0  # every other file's definitions
 
 
-def vector_indexes(conn: Conn, name: str) -> set[str]:
+def vector_indexes(conn: Conn, name: str, like: str = "%embedding_hnsw") -> set[str]:
+    """The project's indexes named `like`: by default, its vectors' graphs."""
     found = conn.execute(
         "SELECT indexname FROM pg_indexes WHERE schemaname = %s AND indexname LIKE %s",
-        (name, "%embedding_hnsw"),
+        (name, like),
     ).fetchall()
     conn.rollback()
     return {row[0] for row in found}
@@ -447,12 +448,7 @@ EMBEDDED = {"rag_chunk_embedded", "rag_symbol_embedded"}
 
 
 def embedded_indexes(conn: Conn, name: str) -> set[str]:
-    found = conn.execute(
-        "SELECT indexname FROM pg_indexes WHERE schemaname = %s AND indexname LIKE %s",
-        (name, "%_embedded"),
-    ).fetchall()
-    conn.rollback()
-    return {row[0] for row in found}
+    return vector_indexes(conn, name, "%_embedded")
 
 
 def vector_plan(database: Database, project: Project, vector: list[float]) -> set[str]:
