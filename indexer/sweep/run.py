@@ -88,7 +88,8 @@ class _Sweep:
         self.report = report
         self.progress = progress
         self.started = time.perf_counter()
-        self.rows_started = self.progress_saved = self.started
+        self.progress_saved = self.started
+        self.rows_started: float | None = None  # set once a whole sweep knows its files
         self.redo = False  # every file is re-chunked (full sweep, new model or chunker)
         # The key of this model's vectors in the cache every project shares (None: no cache).
         self.shared = embedder.identity.cache_key if db.shared_cache and embedder else None
@@ -439,12 +440,15 @@ class _Sweep:
 
     def _record_progress(self, phase: str, done: int, total: int) -> None:
         """How far the rows are, in `rag_meta` (`ROWS_PROGRESS`) for the status of another
-        process: when the files to read are known, then at most every `PROGRESS_EVERY`
-        seconds, between batches (each batch is committed by then)."""
+        process: when a whole sweep knows the files to read, then at most every
+        `PROGRESS_EVERY` seconds, between batches (each batch is committed by then). The few
+        files of a file event write nothing."""
         now = time.perf_counter()
         if phase == "walk":
             self.rows_started = now
-        elif now - self.progress_saved < PROGRESS_EVERY and done < total:
+        elif self.rows_started is None or (
+            now - self.progress_saved < PROGRESS_EVERY and done < total
+        ):
             return
         self.progress_saved = now
         record = progress_record(
