@@ -16,6 +16,15 @@ are in, until every vector is in, and the scan's own end (graphs built).
 
     .venv/bin/python -m bench.scan_all_bench --runs 3 --code ../base --code .   # before/after
     .venv/bin/python -m bench.scan_all_bench --sizes 2,5,10 --runs 1            # a quick look
+
+`--corpus DIR` indexes each folder of DIR as a project instead (listed in name order): the
+whole first index of the file-level eval's corpus is `--corpus bench/.cache/files/corpus`. A
+`--code` of `PATH:N` runs that checkout with `[embedding] document_tokens = N`, so a cut is
+measured side by side with whole texts. The embedding work each scan printed (texts and tokens
+embedded, the source's tokens) is summed over the projects.
+
+    .venv/bin/python -m bench.scan_all_bench --corpus bench/.cache/files/corpus --runs 1 \
+        --code ../base --code . --code .:128
 """
 
 from __future__ import annotations
@@ -23,6 +32,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shutil
 import statistics
 import subprocess
@@ -69,21 +79,31 @@ def copy_projects(work: Path, sizes: Sequence[int]) -> dict[str, int]:
     return copied
 
 
-def write_config(work: Path, dsn: str) -> Path:
-    projects = {kind: {"roots": [str(work / kind)]} for kind in LISTED}
+def corpus_projects(corpus: Path) -> dict[str, Path]:
+    """Each folder of `corpus` a project, named after it (lowercase, `_` for other signs)."""
+    return {
+        re.sub(r"[^a-z0-9_]", "_", d.name.lower()): d
+        for d in sorted(corpus.iterdir())
+        if d.is_dir()
+    }
+
+
+def write_config(work: Path, dsn: str, roots: dict[str, Path], tokens: int = 0) -> Path:
+    projects = {name: {"roots": [str(root)]} for name, root in roots.items()}
     (work / "rag-projects.json").write_text(json.dumps({"projects": projects}))
-    config = work / "application.ini"
+    config = work / f"application-{tokens}.ini"
+    cut = f"document_tokens = {tokens}\n" if tokens else ""
     config.write_text(
-        f"[database]\ndsn = {dsn}\n[embedding]\nprovider = local\n"
+        f"[database]\ndsn = {dsn}\n[embedding]\nprovider = local\n{cut}"
         "[paths]\ndata = data\nprojects = rag-projects.json\n"
     )
     return config
 
 
-def reset(db: Database) -> None:
+def reset(db: Database, kinds: Sequence[str]) -> None:
     """An empty index: the projects' schemas dropped, the shared embedding cache emptied."""
     with db.connection() as conn:
-        for kind in KINDS:
+        for kind in kinds:
             if store.project_exists(conn, Schema(kind)):
                 store.drop_project(conn, Schema(kind))
         conn.execute('TRUNCATE "code-rag".embedding_cache')
@@ -100,12 +120,12 @@ def state(conn: psycopg.Connection[Any], kind: str) -> tuple[bool, bool]:
     return rows, rows and store.pending_counts(conn, schema).total == 0
 
 
-def one_scan(db: Database, config: Path, code: Path) -> dict[str, Any]:
+def one_scan(db: Database, config: Path, code: Path, kinds: Sequence[str]) -> dict[str, Any]:
     """`./bld scan all` of `code`'s checkout on an empty index, watched from here."""
-    reset(db)
+    reset(db, kinds)
     env = {**os.environ, "PYTHONPATH": str(code)}
     log = config.parent / "scan.log"
-    times: dict[str, dict[str, float]] = {kind: {} for kind in KINDS}
+    times: dict[str, dict[str, float]] = {kind: {} for kind in kinds}
     with log.open("wb") as out, psycopg.connect(db.dsn, autocommit=True) as conn:
         t0 = time.perf_counter()
         proc = subprocess.Popen(
@@ -115,7 +135,7 @@ def one_scan(db: Database, config: Path, code: Path) -> dict[str, Any]:
         while True:
             ended = proc.poll() is not None
             now = time.perf_counter() - t0
-            for kind in KINDS:
+            for kind in kinds:
                 if len(times[kind]) == 2:  # complete: no more reads of it
                     continue
                 rows, vectors = state(conn, kind)
@@ -130,8 +150,8 @@ def one_scan(db: Database, config: Path, code: Path) -> dict[str, Any]:
     if proc.returncode != 0 or any(len(t) < 2 for t in times.values()):
         raise SystemExit(f"scan all failed ({proc.returncode}):\n{log.read_text()}")
     with db.connection() as c:
-        pending = {kind: store.pending_counts(c, Schema(kind)).total for kind in KINDS}
-        chunks = {kind: store.chunk_count(c, Schema(kind)) for kind in KINDS}
+        pending = {kind: store.pending_counts(c, Schema(kind)).total for kind in kinds}
+        chunks = {kind: store.chunk_count(c, Schema(kind)) for kind in kinds}
     assert not any(pending.values()), pending
     return {
         "times": times,
@@ -139,7 +159,22 @@ def one_scan(db: Database, config: Path, code: Path) -> dict[str, Any]:
         "vectors_all": max(t["vectors"] for t in times.values()),
         "wall": wall,
         "chunks": chunks,
+        "work": embedding_work(log.read_text(errors="replace")),
     }
+
+
+# `./bld scan` prints, per project: "embedding work — 2.10 texts embedded per chunk (52,676 for
+# 25,058 chunks), 1.58 tokens embedded per token of source (11,496,741 of 7,256,872, ...)".
+WORK = re.compile(r"embedding work .*?\(([\d,]+) for ([\d,]+) chunks\).*?\(([\d,]+) of ([\d,]+)")
+
+
+def embedding_work(log: str) -> dict[str, int]:
+    """The embedding work the scan printed, summed over its projects (empty if it printed none)."""
+    total = {"texts": 0, "chunks": 0, "tokens": 0, "source_tokens": 0}
+    for match in WORK.finditer(log):
+        for key, value in zip(total, match.groups(), strict=True):
+            total[key] += int(value.replace(",", ""))
+    return total if total["chunks"] else {}
 
 
 def label(code: Path) -> str:
@@ -149,14 +184,21 @@ def label(code: Path) -> str:
     return f"{code.name}@{commit or '?'}"
 
 
-def describe(result: dict[str, Any]) -> str:
+def describe(result: dict[str, Any], kinds: Sequence[str]) -> str:
     per = "  ".join(
         f"{kind} {result['times'][kind]['rows']:5.1f}/{result['times'][kind]['vectors']:5.1f}"
-        for kind in KINDS
+        for kind in kinds
+    )
+    work = result["work"]
+    said = (
+        f"; {work['texts']:,} texts, {work['tokens']:,} tokens embedded "
+        f"({work['tokens'] / work['source_tokens']:.2f} per token of source)"
+        if work
+        else ""
     )
     return (
         f"rows/vectors in (s): {per}; every project's rows {result['rows_all']:5.1f} s, "
-        f"every vector {result['vectors_all']:5.1f} s, scan ended {result['wall']:5.1f} s"
+        f"every vector {result['vectors_all']:5.1f} s, scan ended {result['wall']:5.1f} s{said}"
     )
 
 
@@ -166,57 +208,84 @@ def main() -> None:
     )
     parser.add_argument("--runs", type=int, default=3, help="scans per checkout")
     parser.add_argument("--sizes", default="5,25,80", help="files of small,medium,large")
+    parser.add_argument("--corpus", type=Path, help="each folder of it a project instead")
     parser.add_argument(
         "--code",
-        type=Path,
         action="append",
-        help="a checkout whose `scan` runs (repeat: alternated per run); default this one",
+        help="a checkout whose `scan` runs, PATH or PATH:N for [embedding] document_tokens = N "
+        "(repeat: alternated per run); default this one",
     )
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
     print(f"machine: {machine.describe()}")
     print(f"command: {machine.command()}")
-    codes = [c.resolve() for c in args.code or [HERE]]
+    variants = [_variant(c) for c in args.code or [str(HERE)]]
     work = Path(tempfile.mkdtemp(prefix="code-rag-scan-all-"))
     work.chmod(0o755)  # the embedded server runs as its own user when this runs as root
-    results: dict[Path, list[dict[str, Any]]] = {code: [] for code in codes}
+    results: dict[tuple[Path, int], list[dict[str, Any]]] = {v: [] for v in variants}
     try:
-        copied = copy_projects(work, sizes)
+        if args.corpus:
+            roots = corpus_projects(args.corpus.resolve())
+            kinds: Sequence[str] = list(roots)
+            copied = {k: sum(1 for p in r.rglob("*") if p.is_file()) for k, r in roots.items()}
+        else:
+            copied = copy_projects(work, sizes)
+            kinds = KINDS
+            roots = {kind: work / kind for kind in LISTED}
         with Database("", work / "pg").open() as db:
-            config = write_config(work, db.dsn)
+            configs = {t: write_config(work, db.dsn, roots, t) for t in {t for _, t in variants}}
             for run in range(args.runs):
-                for code in codes:
-                    result = one_scan(db, config, code)
-                    results[code].append(result)
-                    print(f"run {run + 1} {label(code)}: {describe(result)}", flush=True)
-        chunks = results[codes[0]][0]["chunks"]
+                for code, tokens in variants:
+                    result = one_scan(db, configs[tokens], code, kinds)
+                    results[(code, tokens)].append(result)
+                    print(
+                        f"run {run + 1} {_name(code, tokens)}: {describe(result, kinds)}",
+                        flush=True,
+                    )
+        chunks = results[variants[0]][0]["chunks"]
         print(
             "projects (files, chunks): "
-            + ", ".join(f"{k} {copied[k]:,}, {chunks[k]:,}" for k in KINDS)
-            + f"; listed {', '.join(LISTED)}"
+            + ", ".join(f"{k} {copied[k]:,}, {chunks[k]:,}" for k in kinds)
+            + f"; listed {', '.join(roots)}"
         )
         print(f"medians over {args.runs} runs (seconds from the scan's start):")
-        summary = {code: _medians(runs) for code, runs in results.items()}
-        for code, m in summary.items():
-            per = ", ".join(f"{k} {m[k + ' rows']:.1f} / {m[k + ' vectors']:.1f}" for k in KINDS)
+        summary = {v: _medians(runs, kinds) for v, runs in results.items()}
+        for (code, tokens), m in summary.items():
+            per = (
+                ", ".join(f"{k} {m[k + ' rows']:.1f} / {m[k + ' vectors']:.1f}" for k in kinds)
+                if len(kinds) <= 3
+                else f"{len(kinds)} projects"
+            )
             print(
-                f"  {label(code)}: rows / vectors in: {per}; every project's rows "
+                f"  {_name(code, tokens)}: rows / vectors in: {per}; every project's rows "
                 f"{m['rows_all']:.1f}, every vector {m['vectors_all']:.1f}, scan ended "
                 f"{m['wall']:.1f}"
             )
-        if len(codes) == 2:
-            before, after = (summary[c] for c in codes)
-            ratios = ", ".join(f"{k} {after[k] / before[k]:.2f}" for k in sorted(before))
-            print(f"  ratios {label(codes[1])} / {label(codes[0])}: {ratios}")
+        first = summary[variants[0]]
+        for variant in variants[1:]:
+            after = summary[variant]
+            ratios = ", ".join(f"{k} {after[k] / first[k]:.2f}" for k in _TOTALS)
+            print(f"  ratios {_name(*variant)} / {_name(*variants[0])}: {ratios}")
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
 
-def _medians(runs: Sequence[dict[str, Any]]) -> dict[str, float]:
-    medians = {
-        key: statistics.median(r[key] for r in runs) for key in ("rows_all", "vectors_all", "wall")
-    }
-    for kind in KINDS:
+_TOTALS = ("rows_all", "vectors_all", "wall")
+
+
+def _variant(text: str) -> tuple[Path, int]:
+    """`PATH` or `PATH:N` (a checkout, and [embedding] document_tokens)."""
+    path, _, tokens = text.partition(":")
+    return Path(path).resolve(), int(tokens or 0)
+
+
+def _name(code: Path, tokens: int) -> str:
+    return label(code) + (f" document_tokens {tokens}" if tokens else "")
+
+
+def _medians(runs: Sequence[dict[str, Any]], kinds: Sequence[str]) -> dict[str, float]:
+    medians = {key: statistics.median(r[key] for r in runs) for key in _TOTALS}
+    for kind in kinds:
         for what in ("rows", "vectors"):
             medians[f"{kind} {what}"] = statistics.median(r["times"][kind][what] for r in runs)
     return medians

@@ -18,7 +18,13 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from indexer.embed import DEFAULT_OLLAMA_HOST, DEFAULT_PROVIDER, PROVIDER_NONE, PROVIDERS
+from indexer.embed import (
+    DEFAULT_OLLAMA_HOST,
+    DEFAULT_PROVIDER,
+    MIN_DOCUMENT_TOKENS,
+    PROVIDER_NONE,
+    PROVIDERS,
+)
 from indexer.errors import ConfigError, ProjectNotFound
 from indexer.project import Project, Root, project_name_problem
 from indexer.search import DEFAULT_EF_SEARCH
@@ -39,6 +45,7 @@ DSN_ENV = "CODE_RAG_DSN"
 DEFAULT_CONFIG_NAME = "application.ini"
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 17080
+DEFAULT_DOCUMENT_TOKENS = 0  # whole texts (see docs/operations.md for the trade-off)
 DEFAULT_EMBEDDING_THREADS = 0  # local: ONNX Runtime's intra-op threads; 0 = the machine's cores
 DEFAULT_SWEEP_INTERVAL_MINUTES = 10
 # How long file events gather into one batch: a burst of saves or a checkout is applied once.
@@ -71,6 +78,9 @@ class EmbeddingSettings:
     model: str = ""  # empty: the provider's default model
     host: str = DEFAULT_OLLAMA_HOST
     threads: int = DEFAULT_EMBEDDING_THREADS
+    # Each chunk and definition embedded from its first this many tokens; 0: the whole text
+    # (docs/operations.md: what a shorter cut saves and costs).
+    document_tokens: int = DEFAULT_DOCUMENT_TOKENS
 
     @property
     def model_free(self) -> bool:
@@ -139,6 +149,10 @@ INI_KEYS: dict[str, dict[str, tuple[str, Any]]] = {
         "model": ("a model name (ollama) or model directory (local), or empty", str),
         "host": ("an http:// or https:// URL", str),
         "threads": ("an integer from 0 to 256 (0: the machine's cores)", (int, 0, 256)),
+        "document_tokens": (
+            f"0 (whole texts) or an integer from {MIN_DOCUMENT_TOKENS} to 8192",
+            (int, 0, 8192),
+        ),
     },
     "indexer": {
         "enabled": ("true or false", bool),
@@ -167,6 +181,8 @@ def _parse_value(file: Path, section: str, key: str, raw: str) -> Any:
             number = int(value.replace("_", ""))
         except ValueError:
             raise ConfigError(f"{where} is not valid: expected {expected}") from None
+        if key == "document_tokens" and 0 < number < MIN_DOCUMENT_TOKENS:
+            raise ConfigError(f"{where} is too short to embed: expected {expected}")
         if not lo <= number <= hi:
             raise ConfigError(f"{where} is out of range: expected {expected}")
         return number
@@ -557,6 +573,8 @@ def make_settings_embedder(settings: Settings) -> Embedder | None:
     options: dict[str, Any] = {}
     if emb.provider == "local" and emb.threads:
         options["threads"] = emb.threads
+    if emb.document_tokens:
+        options["document_tokens"] = emb.document_tokens
     return make_embedder(emb.provider, emb.model or None, emb.host, **options)
 
 

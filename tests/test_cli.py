@@ -107,6 +107,35 @@ def test_status_and_search_read_well(workspace: Path) -> None:
     assert len(files) == len(set(files)) and set(files) <= {"billing/invoice.py", "util.py"}
 
 
+def test_a_document_cut_is_shown_by_status_and_changing_it_indexes_again(
+    workspace: Path, ollama_standin: OllamaStandin
+) -> None:
+    # [embedding] document_tokens = 40: the status names the cut; going back to whole texts
+    # indexes the project again, with a warning that says why, and the status follows.
+    ini = workspace / "application.ini"
+    whole = ini.read_text(encoding="utf-8")
+    ini.write_text(whole + "document_tokens = 40\n", encoding="utf-8")
+    assert bld(workspace, "scan", "shop").returncode == 0
+    assert (
+        bld(workspace, "status")
+        .stdout.splitlines()[1]
+        .endswith("model ollama nomic-embed-text:v1.5 (768-d, first 40 tokens of each text)")
+    )
+    assert (
+        max(len(t) for batch in ollama_standin.batches for t in batch)
+        <= len("search_document: ") + 40 * 3
+    )
+    ini.write_text(whole, encoding="utf-8")
+    again = bld(workspace, "scan", "shop")
+    assert again.returncode == 0, again.stderr
+    assert "re-embedding every chunk" in again.stdout + again.stderr
+    assert (
+        bld(workspace, "status")
+        .stdout.splitlines()[1]
+        .endswith("model ollama nomic-embed-text:v1.5 (768-d)")
+    )
+
+
 def test_known_errors_are_one_line_without_traceback(workspace: Path) -> None:
     result = bld(workspace, "scan", "nosuch")
     assert result.returncode == 1

@@ -177,6 +177,23 @@ def test_embedding_threads_reach_the_local_embedder(tmp_path: Path) -> None:
     )
 
 
+def test_a_document_cut_reaches_the_embedder_and_a_cut_too_short_is_refused(
+    tmp_path: Path,
+) -> None:
+    # [embedding] document_tokens: 0 (the default) embeds whole texts; a cut goes to either
+    # provider's embedder and so into the index's recorded identity.
+    settings = load_settings(write(tmp_path, "[embedding]\ndocument_tokens = 128\n"))
+    embedder = make_settings_embedder(settings)
+    assert embedder is not None and embedder.identity.document_tokens == 128
+    default = make_settings_embedder(load_settings(write(tmp_path, "")))
+    assert default is not None and default.identity.document_tokens == 0
+    path = write(tmp_path, "[embedding]\ndocument_tokens = 8\n")
+    assert error_of(path) == (
+        f"{path}: [embedding] document_tokens = '8' is too short to embed: "
+        "expected 0 (whole texts) or an integer from 32 to 8192"
+    )
+
+
 def test_invalid_project_name(tmp_path: Path) -> None:
     (tmp_path / "src").mkdir()
     path = write(tmp_path, projects={"My-App": {"roots": ["src"]}})

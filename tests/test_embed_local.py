@@ -158,6 +158,32 @@ def test_long_inputs_are_windowed_and_past_the_windows_reported(local: LocalEmbe
     assert 0 < truncated.kept_chars < len(head + tail + tail)
 
 
+def test_a_document_cut_embeds_its_first_tokens_and_is_part_of_the_identity(
+    local: LocalEmbedder,
+) -> None:
+    # [embedding] document_tokens: each document is its first N tokens, embedded as that text
+    # alone would be; a shorter text is untouched; queries are never cut; the index records it.
+    long = SNIPPETS["config"] * 12 + SNIPPETS["email"] * 12
+    short = SNIPPETS["email"]
+    lean = LocalEmbedder(document_tokens=64)  # shares the loaded model
+    tokens = local.runtime.tokenizer.encode(long, add_special_tokens=False)
+    head = long[: tokens.offsets[63][1]]
+    made = lean.embed_documents([long, short], ["long.py:1-90", "short.py:1-3"])
+    assert made.tokens == 64 + local.count_tokens([short])
+    assert not made.truncated and not made.split_inputs  # a chosen depth, not a loss
+    alone = local.embed_documents([head, short]).require_all()
+    assert [cosine(a, b) for a, b in zip(made.require_all(), alone, strict=True)] == [
+        pytest.approx(1.0, abs=1e-6)
+    ] * 2
+    assert lean.pieces([long]) == [head]
+    assert lean.embed_query(long) == local.embed_query(long)
+    assert lean.identity.document_tokens == 64 and local.identity.document_tokens == 0
+    assert lean.identity.index_key != local.identity.index_key
+    assert "first 64 tokens" in lean.identity.describe()
+    with pytest.raises(InvalidArgument, match="at least 32"):
+        LocalEmbedder(document_tokens=8)
+
+
 def test_the_pieces_the_model_runs_cover_each_text_within_its_window(
     local: LocalEmbedder,
 ) -> None:

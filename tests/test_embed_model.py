@@ -90,6 +90,26 @@ def test_a_changed_dimension_or_document_prefix_means_reembed() -> None:
         ensure_same_model(NOMIC, other_prefix, "shop")
 
 
+def test_a_document_cut_is_part_of_the_index_and_whole_texts_keep_the_old_record() -> None:
+    # [embedding] document_tokens: vectors of texts cut at 128 tokens are not those of whole
+    # texts. An index recorded before the setting existed (no key) reads as whole texts and
+    # keeps its key, so neither its vectors nor the embedding cache's are lost on an upgrade.
+    lean = EmbeddingModel("local", "all-MiniLM-L6-v2", 384, document_tokens=128)
+    assert EmbeddingModel.from_dict(lean.to_dict()) == lean
+    assert lean.to_dict()["document_tokens"] == 128 and "document_tokens" not in MINILM.to_dict()
+    assert MINILM.index_key == ("local", "all-MiniLM-L6-v2", 384, "")
+    assert MINILM.cache_key != lean.cache_key
+    assert needs_reembed(MINILM, lean) and needs_reembed(lean, MINILM)
+    with pytest.raises(ModelMismatch) as caught:
+        ensure_same_model(lean, MINILM, "shop")
+    message = str(caught.value)
+    assert "first 128 tokens of each text" in message
+    assert "set document_tokens = 128 back under [embedding]" in message
+    for bad in (-1, "128", True):
+        with pytest.raises(InvalidArgument, match="document_tokens"):
+            EmbeddingModel.from_dict({**MINILM.to_dict(), "document_tokens": bad})
+
+
 def test_a_changed_query_prefix_does_not_invalidate_the_index() -> None:
     # Stored vectors depend on the document side only.
     changed = EmbeddingModel("ollama", "nomic-embed-text:v1.5", 768, "search_document: ", "q: ")

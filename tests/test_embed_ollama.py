@@ -79,6 +79,23 @@ def test_prefixes_are_configurable_and_sent(server: OllamaStandin) -> None:
     assert e.identity.document_prefix == "doc: " and e.identity.query_prefix == "q: "
 
 
+def test_a_document_cut_sends_each_documents_head_and_never_cuts_a_query(
+    server: OllamaStandin,
+) -> None:
+    # [embedding] document_tokens with Ollama, which tokenizes on its side: a document is its
+    # first N x 3 characters (code runs at 1-2 characters a token, so at most about N tokens),
+    # a chosen depth, not a truncation; the identity records it.
+    e = embedder(server, document_tokens=40)
+    long, short = code_chunk(1, lines=30), "def f(): pass"
+    result = e.embed_documents([long, short])
+    assert server.batches == [[DOC + long[:120], DOC + short]]
+    assert result.vectors == [expected(long[:120]), expected(short)]
+    assert not result.truncated and result.tokens == 40 + 5
+    query = "how is the total of the items computed " * 4
+    assert e.embed_query(query) == standin_vector("search_query: " + query, 768)
+    assert e.identity.document_tokens == 40 and embedder(server).identity.document_tokens == 0
+
+
 def test_unknown_model_gets_no_prefixes() -> None:
     with OllamaStandin([StandinModel(name="all-minilm", dimension=384, family="bert")]) as s:
         e = embedder(s, model="all-minilm")

@@ -100,6 +100,25 @@ def test_rows_first_then_the_vectors_report_the_same_work_as_an_inline_sweep(
     assert work.source_tokens == report.source_tokens > 0
 
 
+def test_a_document_cut_reports_the_tokens_it_embeds_and_a_change_of_cut_re_embeds(
+    database: Database, project_name: str, corpus: Path, local: Any
+) -> None:
+    # [embedding] document_tokens = 32: each text's first 32 tokens are embedded and counted;
+    # going back to whole texts re-embeds every text (vectors of two depths never mix).
+    project = Project(project_name, (Root(corpus, "shop"),))
+    _, texts, _ = expected(project)
+    lengths = [count_tokens(local, [t]) for t in texts]
+    lean = make_embedder("local", document_tokens=32)
+
+    cut = sweep_project(database, project, lean, INLINE)
+    assert cut.embedding_work().tokens == sum(min(n, 32) for n in lengths)
+    assert cut.embedding_work().texts == len(texts) and max(lengths) > 32
+
+    whole = sweep_project(database, project, local, INLINE)
+    assert whole.embedding_work().texts == len(texts)
+    assert whole.embedding_work().tokens == sum(lengths)
+
+
 def test_past_its_first_characters_a_sweep_counts_the_sources_tokens_on_a_sample(
     database: Database,
     project_name: str,

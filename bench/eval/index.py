@@ -25,7 +25,7 @@ import indexer.sweep.write as sweep_module
 from chunkers import Chunk, ChunkerConfig, embedding_text
 from indexer import lexical
 from indexer.db import Conn, Database, Schema, store
-from indexer.embed import Embedder
+from indexer.embed import Embedder, make_embedder
 from indexer.embed.model_dir import bundled_model_dir, read_manifest
 from indexer.project import Project, Root
 from indexer.sweep import (
@@ -77,10 +77,24 @@ def project_for(
 def model_suffix(embedder: Embedder | None) -> str:
     """A tag of a non-default model's identity for project names (empty for the default), so
     an eval of another model indexes beside the default's instead of re-embedding it."""
-    if embedder is None or embedder.identity.model == read_manifest(bundled_model_dir()).name:
+    if embedder is None:
         return ""
-    identity = json.dumps(embedder.identity.to_dict(), sort_keys=True).encode()
-    return "_m" + hashlib.sha256(identity).hexdigest()[:8]
+    cut = embedder.identity.document_tokens
+    tag = f"_t{cut}" if cut else ""
+    if embedder.identity.model == read_manifest(bundled_model_dir()).name:
+        return tag
+    identity = replace(embedder.identity, document_tokens=0).to_dict()
+    return (
+        "_m" + hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:8] + tag
+    )
+
+
+def whole_texts(embedder: Embedder) -> Embedder:
+    """`embedder`, or the same local model embedding whole texts where it cuts them: what the
+    plain baseline embeds, whatever the index under test does."""
+    if not embedder.identity.document_tokens:
+        return embedder
+    return make_embedder("local", str(embedder.path))  # type: ignore[attr-defined]
 
 
 def chunker_config(chunk_chars: int | None) -> ChunkerConfig:

@@ -37,6 +37,7 @@ from bench.eval.index import (
     prepare_dirs,
     rows_first_index,
     split_projects,
+    whole_texts,
 )
 from bench.eval.questions import Question, ensure_valid
 from indexer.embed import (
@@ -100,7 +101,7 @@ def run(
         if rows_first:
             searched = [rows_first_index(db, project, model, chunk_chars)]
         windows = corpus_windows(files)
-        plain = PlainBaseline(windows, window_vectors(model, windows, cache))
+        plain = PlainBaseline(windows, window_vectors(whole_texts(model), windows, cache))
         vectors = query_vectors(model, (q.text for q in questions), cache)
         chosen = [q for q in questions if split in ("all", q.split)]
         if limit:

@@ -57,6 +57,7 @@ from bench.eval.index import (
     project_for,
     rows_first_index,
     split_projects,
+    whole_texts,
     with_definition_terms,
 )
 from indexer.db import Schema
@@ -232,6 +233,12 @@ def main(argv: Sequence[str] | None = None) -> None:
         "--model", default=None, help="a local ONNX model folder (default: the bundled model)"
     )
     ap.add_argument(
+        "--document-tokens",
+        type=int,
+        default=0,
+        help="embed each text's first N tokens ([embedding] document_tokens; 0: whole texts)",
+    )
+    ap.add_argument(
         "--rows-first",
         action="store_true",
         help="search an index built as a first index is: rows first, then the vectors after",
@@ -264,7 +271,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     # (--chunk-chars builds an index of that chunk size for each eval run.)
     if args.eval != "docstring" and (args.header != "chunker" or args.cache != CACHE):
         ap.error("--header and --cache change the docstring eval's index: add --eval docstring")
-    model = make_embedder("local", args.model)
+    cut = {"document_tokens": args.document_tokens} if args.document_tokens else {}
+    model = make_embedder("local", args.model, **cut)
     ranking = args.ranking
     deep: dict[str, list[dict[str, Any]]] = {"docstring": [], "questions": []}
     keep = args.json is not None
@@ -329,7 +337,7 @@ def docstring_eval(
             tune_set, test_set = tune_set[: args.limit], test_set[: args.limit]
         files = sorted(corpus.rglob("*.py"))
         windows = corpus_windows([(REPO_LABEL, f.relative_to(corpus).as_posix(), f) for f in files])
-        plain = PlainBaseline(windows, window_vectors(model, windows, args.cache))
+        plain = PlainBaseline(windows, window_vectors(whole_texts(model), windows, args.cache))
         print(
             f"\n# docstring eval: {manifest['files']} files, {manifest['chunks']} chunks "
             f"(embedding text: {args.header}, chunk target: {args.chunk_chars or 'default'}), "

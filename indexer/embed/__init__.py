@@ -8,6 +8,7 @@ ONNX Runtime.
 from indexer.embed.embedder import (
     DEFAULT_OLLAMA_HOST,
     DEFAULT_PROVIDER,
+    MIN_DOCUMENT_TOKENS,
     PROVIDER_LOCAL,
     PROVIDER_NONE,
     PROVIDER_OLLAMA,
@@ -29,6 +30,7 @@ __all__ = [
     "BUNDLED_SOURCE",
     "DEFAULT_OLLAMA_HOST",
     "DEFAULT_PROVIDER",
+    "MIN_DOCUMENT_TOKENS",
     "PROVIDERS",
     "PROVIDER_LOCAL",
     "PROVIDER_NONE",

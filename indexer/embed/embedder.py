@@ -23,6 +23,8 @@ PROVIDER_OLLAMA = "ollama"
 # No model at all: keyword, names and navigation only; nothing is embedded, no vector is read.
 PROVIDER_NONE = "none"
 PROVIDERS = (PROVIDER_LOCAL, PROVIDER_OLLAMA, PROVIDER_NONE)
+# The shortest `document_tokens` cut: a header (path, language, name) and a signature.
+MIN_DOCUMENT_TOKENS = 32
 DEFAULT_PROVIDER = PROVIDER_LOCAL
 DEFAULT_OLLAMA_HOST = "http://127.0.0.1:11434"
 
@@ -44,12 +46,17 @@ class EmbeddingModel:
     dimension: int
     document_prefix: str = ""
     query_prefix: str = ""
+    # Each document embedded from its first this many tokens (0: the whole text, in windows
+    # where the model's are shorter): `[embedding] document_tokens`.
+    document_tokens: int = 0
 
     @property
-    def index_key(self) -> tuple[str, str, int, str]:
+    def index_key(self) -> tuple[str | int, ...]:
         """What the stored vectors depend on. The query prefix is not part of it: changing it
-        changes future queries, not the index."""
-        return (self.provider, self.model, self.dimension, self.document_prefix)
+        changes future queries, not the index. Whole documents (the default) add nothing, so
+        an index recorded before `document_tokens` existed keeps its key."""
+        key = (self.provider, self.model, self.dimension, self.document_prefix)
+        return (*key, self.document_tokens) if self.document_tokens else key
 
     @property
     def cache_key(self) -> str:
@@ -57,17 +64,22 @@ class EmbeddingModel:
         return json.dumps(list(self.index_key))
 
     def describe(self) -> str:
-        """For messages: "ollama nomic-embed-text:v1.5 (768-d)"."""
-        return f"{self.provider} {self.model} ({self.dimension}-d)"
+        """For messages: "ollama nomic-embed-text:v1.5 (768-d)", and ", first 128 tokens of
+        each text" where documents are cut."""
+        cut = f", first {self.document_tokens} tokens of each text" if self.document_tokens else ""
+        return f"{self.provider} {self.model} ({self.dimension}-d{cut})"
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        data: dict[str, Any] = {
             "provider": self.provider,
             "model": self.model,
             "dimension": self.dimension,
             "document_prefix": self.document_prefix,
             "query_prefix": self.query_prefix,
         }
+        if self.document_tokens:
+            data["document_tokens"] = self.document_tokens
+        return data
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> EmbeddingModel:
@@ -94,7 +106,29 @@ class EmbeddingModel:
             dimension=dimension,
             document_prefix=str(data.get("document_prefix") or ""),
             query_prefix=str(data.get("query_prefix") or ""),
+            document_tokens=_document_tokens(data.get("document_tokens")),
         )
+
+
+def _document_tokens(value: Any) -> int:
+    """A recorded `document_tokens`: absent is 0 (whole texts); anything but a count is refused."""
+    if value is None:
+        return 0
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise InvalidArgument(f"the recorded document_tokens {value!r} is not a count of tokens")
+    return value
+
+
+def check_document_tokens(value: int) -> int:
+    """`[embedding] document_tokens` as given: 0 (whole texts) or MIN_DOCUMENT_TOKENS or more."""
+    if value and value < MIN_DOCUMENT_TOKENS:
+        raise InvalidArgument(
+            f"document_tokens = {value} leaves too little of a text to embed: set 0 (whole "
+            f"texts) or at least {MIN_DOCUMENT_TOKENS}"
+        )
+    if value < 0:
+        raise InvalidArgument("document_tokens must be 0 (whole texts) or a count of tokens")
+    return value
 
 
 @dataclass(frozen=True, slots=True)
@@ -248,6 +282,16 @@ def mismatch_message(recorded: EmbeddingModel, current: EmbeddingModel, project:
         # Another local model may not be on this machine any more (bundled models change with
         # releases; an exported folder may be gone): re-embedding is the way that always works.
         return rescan
+    if recorded.document_tokens != current.document_tokens and (
+        recorded.provider,
+        recorded.model,
+        recorded.dimension,
+        recorded.document_prefix,
+    ) == (current.provider, current.model, current.dimension, current.document_prefix):
+        return (
+            f"{rescan}, or set document_tokens = {recorded.document_tokens} back under "
+            "[embedding] in application.ini"
+        )
     return (
         f"{rescan}, or set [embedding] back to provider = {recorded.provider}, "
         f"model = {recorded.model} in application.ini"

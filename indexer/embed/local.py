@@ -41,6 +41,7 @@ from indexer.embed.embedder import (
     EmbeddingModel,
     EmbedReport,
     TruncatedInput,
+    check_document_tokens,
     check_labels,
     label_for,
 )
@@ -260,6 +261,7 @@ class LocalEmbedder:
         query_prefix: str | None = None,
         batch_size: int = DEFAULT_LOCAL_BATCH_SIZE,
         max_windows: int = DEFAULT_MAX_WINDOWS,
+        document_tokens: int = 0,
         threads: int | None = None,
     ) -> None:
         if batch_size < 1 or max_windows < 1:
@@ -275,6 +277,7 @@ class LocalEmbedder:
         self.query_prefix = self.manifest.query_prefix if query_prefix is None else query_prefix
         self.batch_size = batch_size
         self.max_windows = max_windows
+        self.document_tokens = check_document_tokens(document_tokens)
         self.threads = threads or default_threads()
         self._runtime: ModelRuntime | None = None
 
@@ -287,6 +290,7 @@ class LocalEmbedder:
             dimension=self.manifest.dimension,
             document_prefix=self.document_prefix,
             query_prefix=self.query_prefix,
+            document_tokens=self.document_tokens,
         )
 
     @property
@@ -307,7 +311,9 @@ class LocalEmbedder:
         report = EmbedReport()
         if not texts:
             return report.result([], 0.0)
-        vectors = self._embed(list(texts), labels, self.document_prefix, DOCUMENTS, report)
+        vectors = self._embed(
+            list(texts), labels, self.document_prefix, DOCUMENTS, report, self.document_tokens
+        )
         _release_freed_memory()
         return report.result(list(vectors), time.perf_counter() - started)
 
@@ -327,7 +333,9 @@ class LocalEmbedder:
     def pieces(self, texts: Sequence[str]) -> list[str]:
         """What the model runs for `texts` as documents: each text, or each window of a text
         longer than the model's, with the document prefix (one run each)."""
-        return self._split(list(texts), None, self.document_prefix, EmbedReport())[0]
+        return self._split(
+            list(texts), None, self.document_prefix, EmbedReport(), self.document_tokens
+        )[0]
 
     def _split(
         self,
@@ -335,20 +343,27 @@ class LocalEmbedder:
         labels: Sequence[str] | None,
         prefix: str,
         report: EmbedReport,
+        cut: int = 0,
     ) -> tuple[list[str], list[int], list[float]]:
         """The pieces the model runs for `texts` (a text, or its consecutive windows of whole
-        tokens), each with the text it belongs to and its weight in that text's vector."""
+        tokens), each with the text it belongs to and its weight in that text's vector. With
+        `cut`, a text is its first `cut` tokens (the configured depth, not a truncation)."""
         rt = self.runtime
         prefix_tokens = len(rt.tokenizer.encode(prefix, add_special_tokens=False).ids)
         window = max(self.manifest.max_tokens - rt.frame - prefix_tokens - _WINDOW_MARGIN, 8)
         encoded = rt.tokenizer.encode_batch(texts, add_special_tokens=False)
-        report.tokens = (report.tokens or 0) + sum(len(enc.ids) for enc in encoded)
+        most = self.max_windows * window
+        if cut:
+            most = min(most, cut)
+        report.tokens = (report.tokens or 0) + sum(min(len(enc.ids), most) for enc in encoded)
         pieces: list[str] = []
         owners: list[int] = []
         weights: list[float] = []
         for i, (text, enc) in enumerate(zip(texts, encoded, strict=True)):
             offsets = enc.offsets
             n = len(offsets)
+            if cut and n > cut:
+                text, n = text[: offsets[cut - 1][1]], cut
             if n <= window:
                 pieces.append(prefix + text)
                 owners.append(i)
@@ -389,11 +404,12 @@ class LocalEmbedder:
         prefix: str,
         kind: str,
         report: EmbedReport,
+        cut: int = 0,
     ) -> list[list[float]]:
         import numpy as np
 
         rt = self.runtime
-        pieces, owners, weights = self._split(texts, labels, prefix, report)
+        pieces, owners, weights = self._split(texts, labels, prefix, report, cut)
         embedded, batches = rt.run(pieces, kind, self.batch_size)
         report.requests += batches
         if len(pieces) == len(texts):  # nothing was split: the vectors are the answer

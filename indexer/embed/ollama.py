@@ -24,6 +24,7 @@ import httpx
 import ollama
 
 from indexer.embed.embedder import (
+    CHARS_PER_TOKEN,
     DEFAULT_OLLAMA_HOST,
     PROVIDER_OLLAMA,
     EmbedBatchResult,
@@ -31,9 +32,11 @@ from indexer.embed.embedder import (
     EmbedReport,
     RefusedInput,
     TruncatedInput,
+    check_document_tokens,
     check_labels,
     cut_to_bytes,
     default_prefixes,
+    estimate_tokens,
     label_for,
     pack_batches,
     shorten,
@@ -111,8 +114,11 @@ class OllamaEmbedder:
         retries: int = DEFAULT_RETRIES,
         backoff_seconds: float = DEFAULT_BACKOFF_SECONDS,
         keep_alive: str | float | None = None,
+        document_tokens: int = 0,
     ) -> None:
         self.model = model or DEFAULT_OLLAMA_MODEL
+        # Ollama tokenizes on its side: a document is cut at CHARS_PER_TOKEN characters a token.
+        self.document_tokens = check_document_tokens(document_tokens)
         self.host = (host or DEFAULT_OLLAMA_HOST).rstrip("/")
         doc_default, query_default = default_prefixes(self.model)
         self.document_prefix = doc_default if document_prefix is None else document_prefix
@@ -180,6 +186,7 @@ class OllamaEmbedder:
             dimension=dimension,
             document_prefix=self.document_prefix,
             query_prefix=self.query_prefix,
+            document_tokens=self.document_tokens,
         )
 
     # --- embedding --------------------------------------------------------------------------
@@ -193,6 +200,9 @@ class OllamaEmbedder:
         if not texts:
             return report.result([], 0.0)
         self.identity  # noqa: B018  (discovers the dimension and the per-input cap)
+        if self.document_tokens:  # the configured depth, not a truncation
+            texts = [t[: self.document_tokens * CHARS_PER_TOKEN] for t in texts]
+            report.tokens = estimate_tokens(texts)
         items = [self._item(i, label_for(labels, i), t) for i, t in enumerate(texts)]
         vectors: list[list[float] | None] = [None] * len(items)
         prefix_bytes = utf8_len(self.document_prefix)

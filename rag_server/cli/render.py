@@ -206,7 +206,9 @@ def format_status(status: dict[str, Any]) -> list[str]:
     if status.get("vectors") == "off":
         model_text = "none (model-free: vectors off)"
     elif model:
-        model_text = f"{model['provider']} {model['model']} ({model['dimension']}-d)"
+        model_text = f"{model['provider']} {model['model']} ({model['dimension']}-d"
+        cut = model.get("document_tokens")
+        model_text += f", first {cut} tokens of each text)" if cut else ")"
     else:
         model_text = "none yet"
     lines.append(

@@ -91,7 +91,8 @@ INDEX_STATUS_OUTPUT: dict[str, Any] = {
         "vectors": VECTORS,
         "embedding": {
             "type": ["object", "null"],
-            "description": "the model of the index's vectors (provider, model, dimension); "
+            "description": "the model of the index's vectors (provider, model, dimension, "
+            "and document_tokens where each text is embedded from its first N tokens); "
             '{"provider": "none"} when the server runs model-free',
         },
         "kept_embedding": {

@@ -47,15 +47,20 @@ def open_index(cache: Path) -> Database:
     return open_database(prepare_dirs(cache))
 
 
-def project_for(corpus: Corpus, model_dir: str | None = None, part: str = "") -> Project:
-    """The eval's project over `corpus`; another model than the bundled one (`model_dir`)
-    indexes into a project of its own, beside the default's instead of re-embedding it, and
-    so does a part of the corpus named by `part` (the unseen libraries: `files_eval_unseen`)."""
+def project_for(
+    corpus: Corpus, model_dir: str | None = None, part: str = "", document_tokens: int = 0
+) -> Project:
+    """The eval's project over `corpus`; another model than the bundled one (`model_dir`), or
+    texts cut at `document_tokens`, indexes into a project of its own, beside the default's
+    instead of re-embedding it, and so does a part of the corpus named by `part` (the unseen
+    libraries: `files_eval_unseen`)."""
     roots = tuple(Root(corpus.root / lib.name, lib.name) for lib in corpus.libraries)
     name = PROJECT
     if model_dir is not None:
         tag = hashlib.sha256(str(Path(model_dir).resolve()).encode()).hexdigest()[:8]
         name = f"{PROJECT}_m{tag}"
+    if document_tokens:
+        name = f"{name}_t{document_tokens}"
     return Project(f"{name}_{part}" if part else name, roots)
 
 

@@ -206,6 +206,7 @@ def run(
     folder: Path = questions_module.HERE,
     lenient: bool = False,
     log: Callable[[str], None] = print,
+    document_tokens: int = 0,
 ) -> dict[str, list[QueryScore]]:
     questions, whole = questions_module.ensure_valid(cache, folder, lenient)
     unseen = split == UNSEEN
@@ -214,11 +215,12 @@ def run(
         chosen = chosen[:limit]
     corpus = whole.part(unseen)
     model = local_embedder(model_dir)
-    embedder = CachedQueries(model, cache)
+    indexing = local_embedder(model_dir, document_tokens) if document_tokens else model
+    embedder = CachedQueries(indexing, cache)
     db = open_index(cache)
     try:
-        project = project_for(corpus, model_dir, UNSEEN if unseen else "")
-        manifest = ensure_index(db, project, model, corpus, cache)
+        project = project_for(corpus, model_dir, UNSEEN if unseen else "", document_tokens)
+        manifest = ensure_index(db, project, indexing, corpus, cache)
         plain = baselines(model, corpus, {q.repo for q in chosen}, cache)
         absent = missing_targets(db, project, chosen)
         started = time.perf_counter()
@@ -342,6 +344,12 @@ def parser(description: str) -> argparse.ArgumentParser:
     ap.add_argument("--model", default=None, help="a local model folder (default: the bundled)")
     ap.add_argument("--data", type=Path, default=questions_module.HERE, help="the data folder")
     ap.add_argument(
+        "--document-tokens",
+        type=int,
+        default=0,
+        help="embed each text's first N tokens ([embedding] document_tokens; 0: whole texts)",
+    )
+    ap.add_argument(
         "--lenient",
         action="store_true",
         help="go on without refused libraries and faulty questions (saying which)",
@@ -363,6 +371,7 @@ def main(argv: list[str] | None = None) -> None:
         args.model,
         args.data,
         args.lenient,
+        document_tokens=args.document_tokens,
     )
 
 
