@@ -121,13 +121,13 @@ def _document_tokens(value: Any) -> int:
 
 def check_document_tokens(value: int) -> int:
     """`[embedding] document_tokens` as given: 0 (whole texts) or MIN_DOCUMENT_TOKENS or more."""
+    if value < 0:
+        raise InvalidArgument("document_tokens must be 0 (whole texts) or a count of tokens")
     if value and value < MIN_DOCUMENT_TOKENS:
         raise InvalidArgument(
             f"document_tokens = {value} leaves too little of a text to embed: set 0 (whole "
             f"texts) or at least {MIN_DOCUMENT_TOKENS}"
         )
-    if value < 0:
-        raise InvalidArgument("document_tokens must be 0 (whole texts) or a count of tokens")
     return value
 
 
