@@ -271,8 +271,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     # (--chunk-chars builds an index of that chunk size for each eval run.)
     if args.eval != "docstring" and (args.header != "chunker" or args.cache != CACHE):
         ap.error("--header and --cache change the docstring eval's index: add --eval docstring")
-    cut = {"document_tokens": args.document_tokens} if args.document_tokens else {}
-    model = make_embedder("local", args.model, **cut)
+    model = make_embedder("local", args.model, document_tokens=args.document_tokens)
     ranking = args.ranking
     deep: dict[str, list[dict[str, Any]]] = {"docstring": [], "questions": []}
     keep = args.json is not None

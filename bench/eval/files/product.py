@@ -37,9 +37,7 @@ __all__ = [
 def local_embedder(model: str | None = None, document_tokens: int = 0) -> Any:
     """The local ONNX model (the bundled one unless `model` names a folder); with
     `document_tokens`, each text embedded from its first that many tokens."""
-    if document_tokens:
-        return make_embedder("local", model, document_tokens=document_tokens)
-    return make_embedder("local", model)
+    return make_embedder("local", model, document_tokens=document_tokens)
 
 
 def open_database(db_dir: Path) -> Database:
