@@ -118,7 +118,7 @@ def build_scaled(db: Database, copies: int) -> None:
         store.ensure_project(conn, SCALED)
         conn.commit()
         store.set_embedding_dimension(conn, SCALED, 384)
-        store.drop_bulk_indexes(conn, SCALED)  # trigram, keyword and symbol indexes
+        store.drop_bulk_indexes(conn, SCALED, secondary=True)  # trigram, keyword and symbol
         t = time.perf_counter()
         with conn.transaction():
             for k in range(copies):

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from indexer.db import Schema
+from indexer.db import Schema, store
 from indexer.project import Project, Root
 from indexer.search import candidates, parts, search_code
 from indexer.sweep import SweepOptions, sweep_project
@@ -115,6 +115,39 @@ def test_an_identifier_named_verbatim_puts_its_code_first(
         <= hits[0].end_line
     )
     assert "token_ok" in hits[0].symbols
+
+
+def test_during_a_bulk_load_the_search_reads_the_keyword_index_and_skips_the_exact_text(
+    demo: tuple[Any, Project, Any],
+) -> None:
+    # A bulk load keeps the keyword and symbol indexes and drops the trigram one until its
+    # end: the verbatim side, which would scan every block of text without it, reads nothing,
+    # and the search answers from the keyword index.
+    database, project, embedder = demo
+    schema = Schema(project.name)
+    part = parts.Part(0, schema, {"repo": None, "language": None, "path_re": None})
+    with database.connection() as conn:
+        assert parts.verbatim_code(conn, [part], "compare_digest") != []
+        store.drop_bulk_indexes(conn, schema)
+        conn.commit()
+        indexes = {
+            r[0]
+            for r in conn.execute(
+                "SELECT indexname FROM pg_indexes WHERE schemaname = %s", (project.name,)
+            ).fetchall()
+        }
+        assert {"rag_chunk_tsv", "rag_symbol_name", "rag_symbol_qualified_name"} <= indexes
+        assert "rag_text_block_spelled_trgm" not in indexes
+        assert store.bulk_load_cut_short(conn, schema)
+        assert parts.verbatim_code(conn, [part], "compare_digest") == []
+        conn.rollback()
+    hits = search_code(database, project, embedder, "compare_digest", top_k=5, mode="keyword")
+    assert "rag_server/app.py" in {h.path for h in hits}
+    with database.connection() as conn:
+        store.build_bulk_indexes(conn, schema)
+        conn.commit()
+        assert parts.verbatim_code(conn, [part], "compare_digest") != []
+        conn.rollback()
 
 
 def test_a_common_identifier_gets_no_verbatim_boost(

@@ -233,6 +233,10 @@ def test_a_bulk_sweep_killed_during_copy_or_index_build_leaves_files_whole_and_c
     for path in versions:
         assert len(file_symbols(conn, project_name, "tree", path)) == 3, path
     conn.rollback()
+    # Mid-load the keyword and symbol indexes are there (searches read them meanwhile).
+    assert {"rag_chunk_tsv", "rag_symbol_name", "rag_symbol_chunk"} <= set(
+        index_names(conn, project_name)
+    )
     if stage == "copy":
         assert 4 <= len(versions) < FILES  # the blocked batch left nothing behind
     else:

@@ -66,7 +66,7 @@ def copy_benchmark_index(db: Database) -> None:
         store.ensure_project(conn, SCHEMA)
         conn.commit()
         store.set_embedding_dimension(conn, SCHEMA, 384)
-        store.drop_bulk_indexes(conn, SCHEMA)
+        store.drop_bulk_indexes(conn, SCHEMA, secondary=True)
         with conn.transaction():
             conn.execute(pgsql.SQL("DELETE FROM {}.rag_meta").format(target))
             for table in COPIED:

@@ -134,12 +134,14 @@ def symbol_defined_in(
 def verbatim_chunks(
     conn: Conn, schema: Schema, text: str, filters: Mapping[str, Any], limit: int
 ) -> list[tuple[int, str | None]]:
-    """(chunk id, language) of chunks holding `text` verbatim (case and all), at most `limit`."""
+    """(chunk id, language) of chunks holding `text` verbatim (case and all), at most `limit`;
+    none while the text blocks' trigram index is missing (a bulk load under way)."""
     pattern = "%" + like_escape(text) + "%"
     spelled_pattern = "%" + spelled(text) + "%"
+    params = {**filters, "pattern": pattern, "spelled_pattern": spelled_pattern}
     rows = conn.execute(
         schema.sql(queries.VERBATIM_CHUNKS),
-        {**filters, "pattern": pattern, "spelled_pattern": spelled_pattern, "limit": limit},
+        {**params, "limit": limit, "schema": schema.name},
         prepare=False,
     ).fetchall()
     return [(r[0], r[1]) for r in rows]

@@ -478,8 +478,10 @@ UPDATE {schema}.rag_file SET size = %(size)s, mtime_ns = %(mtime_ns)s WHERE id =
 
 # --- bulk load: COPY into an empty (or emptied) project -----------------------------------
 
-# The other secondary indexes a bulk load drops and builds after it (the migrations create
-# them under the same names); rag_chunk_content_sha256 stays: the embedding cache reads it.
+# The other secondary indexes (the migrations create them under the same names). A bulk load
+# keeps them and builds those missing at its end (a load cut short by an earlier release had
+# dropped them); a copy made one statement per table drops them first.
+# rag_chunk_content_sha256 always stays: the embedding cache reads it.
 DROP_SECONDARY = [
     "DROP INDEX IF EXISTS {schema}.rag_chunk_tsv",
     "DROP INDEX IF EXISTS {schema}.rag_symbol_name",

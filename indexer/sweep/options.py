@@ -17,8 +17,8 @@ class SweepOptions:
     files_per_commit: int = DEFAULT_FILES_PER_COMMIT
     walk: WalkOptions = field(default_factory=WalkOptions)
     chunker: ChunkerConfig = field(default_factory=ChunkerConfig)
-    # False: every file goes in one by one (the secondary indexes stay, HNSW and trigram ones
-    # are still rebuilt after a large first sweep).
+    # False: every file goes in one by one (the HNSW and trigram indexes are still built
+    # again after a large first sweep).
     bulk_load: bool = True
     # Worker processes that parse files; None: one per free core when that pays, 0: none.
     prepare_workers: int | None = None

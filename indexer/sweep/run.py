@@ -197,7 +197,7 @@ class _Sweep:
         cut_short = store.bulk_load_cut_short(self.conn, self.schema)
         bulk = cut_short or self._bulk(todo, states)
         if bulk:
-            store.drop_bulk_indexes(self.conn, self.schema, secondary=self.options.bulk_load)
+            store.drop_bulk_indexes(self.conn, self.schema)
             self.conn.commit()
         self.writer.bulk_load = bulk and self.options.bulk_load
         defer = self.options.defer_vectors
