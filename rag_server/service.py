@@ -47,8 +47,8 @@ BACKGROUND_SWEEPS = 2
 WARM_SHARE = 0.5
 WARM_TIMEOUT_MS = 120_000  # per project
 # How long a project's count of pending vectors is reused by searches: 2 s, or 20 times what
-# counting took (at a million pending chunks a count takes seconds; searches then pay it once
-# a minute, not every other one).
+# counting took (at a million pending chunks a count takes seconds). Past that a search still
+# answers with the count it has while a thread of its own counts again: no search waits on it.
 PENDING_TTL_S = 2.0
 PENDING_TTL_TIMES = 20
 # The status of a project whose file events are not followed (watching off in the settings).
@@ -205,6 +205,7 @@ class Service:
         self.vectors = VectorWorker(database, embedder, self.project)
         # project -> (until when its count of pending vectors is reused, the count)
         self._pending: dict[str, tuple[float, PendingCounts]] = {}
+        self._counting: set[str] = set()  # projects whose pending vectors are being counted
         # Set by the scheduler when it runs: the next scheduled sweep of a project.
         self.next_sweep_at: Callable[[str], datetime | None] = lambda _name: None
         # Set by the file watchers when they run: what they say of a project.
@@ -454,16 +455,30 @@ class Service:
 
     def pending_vectors(self, name: str) -> PendingCounts:
         """How many of the project's vectors are pending (with the totals when some are),
-        read at most once every PENDING_TTL_S per project: searches ask on every call. A
-        database that fails to say counts as nothing pending (the search it serves already
-        has its hits). Model-free, nothing is pending."""
+        counted at most once every PENDING_TTL_S per project: searches ask on every call.
+        Only the first call waits for the count; once the count is older, a call answers with
+        it and a thread of its own counts again (at a million pending chunks a count takes
+        seconds). A database that fails to say counts as nothing pending (the search it
+        serves already has its hits). Model-free, nothing is pending."""
         if self.model_free:
             return PendingCounts()
-        at = time.monotonic()
         with self._lock:
             cached = self._pending.get(name)
-        if cached is not None and at < cached[0]:
-            return cached[1]
+            again = cached is not None and time.monotonic() >= cached[0]
+            again = again and name not in self._counting
+            if again:
+                self._counting.add(name)
+        if cached is None:
+            return self._count_pending(name)
+        if again:
+            threading.Thread(
+                target=self._count_pending, args=(name,), name="code-rag-pending", daemon=True
+            ).start()
+        return cached[1]
+
+    def _count_pending(self, name: str) -> PendingCounts:
+        """Count the project's pending vectors and keep the count (see `pending_vectors`)."""
+        at = time.monotonic()
         try:
             with self.db.reading(f"reading the index of {name}") as conn:
                 schema = Schema(name)
@@ -474,10 +489,13 @@ class Service:
                 )
         except RagError as exc:
             log.warning("cannot tell how many vectors of %s are pending: %s", name, exc.message)
+            with self._lock:
+                self._counting.discard(name)
             return PendingCounts()
         took = time.monotonic() - at
         with self._lock:  # kept longer where counting took long: a million pending rows
             self._pending[name] = (at + max(PENDING_TTL_S, PENDING_TTL_TIMES * took), found)
+            self._counting.discard(name)
         return found
 
     def pending_vectors_of(self, names: Iterable[str]) -> PendingCounts:

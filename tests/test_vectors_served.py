@@ -4,11 +4,13 @@ background work, and a restarted server picks the pending vectors up from the da
 
 from __future__ import annotations
 
+import threading
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
+from psycopg import sql as pgsql
 
 # Helpers come from the fixture plugins below: let pytest rewrite their asserts on first import.
 pytest.register_assert_rewrite("server_fixtures")
@@ -20,12 +22,14 @@ from server_fixtures import (  # noqa: E402
     call,
     make_project,
     serve,
+    server_settings,
     standin_embedder,
     unique_name,
     wait_for,
 )
 
-from indexer.sweep import SweepOptions, sweep_project  # noqa: E402
+from indexer.db import PendingCounts  # noqa: E402
+from indexer.sweep import SweepOptions, embed_pending, sweep_project  # noqa: E402
 from indexer.sweep.run import DEFER_VECTORS_FILES  # noqa: E402
 
 if TYPE_CHECKING:
@@ -87,3 +91,46 @@ def test_a_served_project_answers_while_its_vectors_follow_in_the_background(
         assert status["vectors_running"] is False
         assert status["last_vectors_run"]["outcome"] == "ok"
         assert status["last_vectors_run"]["pending"] == 0
+
+
+def test_a_search_answers_with_the_last_count_of_pending_vectors_while_it_is_taken_again(
+    work_dir: Path,
+    ollama_standin: OllamaStandin,
+    database: Database,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Searches say how many vectors are pending, and at a million pending chunks counting
+    # them takes seconds: past its time a count is taken again in a thread of its own, and
+    # searches answer meanwhile with the last one. Here the count is held behind a lock.
+    from rag_server import service as service_module
+
+    monkeypatch.setattr(service_module, "PENDING_TTL_S", 0.0)
+    monkeypatch.setattr(service_module, "PENDING_TTL_TIMES", 0)
+    project = make_project(unique_name("count"), work_dir / "count", SHOP_FILES, label="count")
+    embedder = standin_embedder(ollama_standin)
+    sweep_project(database, project, embedder, SweepOptions(defer_vectors=True))
+    settings = server_settings(work_dir, {project.name: project}, ollama_standin, database.dsn)
+    service = service_module.Service(settings, database, embedder)
+    try:
+        first = service.pending_vectors(project.name)  # the first call waits for its count
+        assert first.total > 0
+        assert embed_pending(database, project, embedder).outcome == "ok"
+        with database.connection() as blocker:
+            blocker.execute(
+                pgsql.SQL("LOCK TABLE {} IN ACCESS EXCLUSIVE MODE").format(
+                    pgsql.Identifier(project.name, "rag_chunk")
+                )
+            )
+            answered: list[PendingCounts] = []
+            asking = threading.Thread(
+                target=lambda: answered.append(service.pending_vectors(project.name))
+            )
+            asking.start()
+            asking.join(timeout=30)
+            assert answered == [first]  # at once, with the last count: none is pending now
+            blocker.rollback()
+        wait_for(
+            lambda: service.pending_vectors(project.name).total == 0, what="the count taken again"
+        )
+    finally:
+        service.close()
