@@ -25,7 +25,7 @@ from indexer.project import Project, Root
 from indexer.sweep import SweepOptions, sweep_project
 from indexer.sweep.prepare import Prepared, failed_in_worker, prepare_in_worker
 from indexer.sweep.walk import Candidate
-from indexer.sweep.workers import ProcessMap, WorkersUnavailable
+from indexer.sweep.workers import WORKER_NICENESS, ProcessMap, WorkersUnavailable
 
 __all__ = ["ollama_standin"]
 
@@ -200,6 +200,18 @@ def test_a_crashing_worker_fails_its_item_only_and_order_is_kept() -> None:
         out = list(pool.imap(range(8), lambda item, reason: f"failed {item}: {reason}"))
     assert out[:3] == [0, 10, 20] and out[4:] == [40, 50, 60, 70]
     assert out[3].startswith("failed 3: the parser's process died") and "exit code 7" in out[3]
+
+
+def own_niceness(context: Any, item: int) -> int:
+    """The CPU niceness of the process running the item."""
+    return os.getpriority(os.PRIO_PROCESS, 0)
+
+
+def test_parsing_workers_yield_the_cores_to_what_answers_meanwhile() -> None:
+    # Parsing runs below the sweep's priority: searches, the server and PostgreSQL come first.
+    with ProcessMap(2, own_niceness, None) as pool:
+        seen = set(pool.imap(range(4), lambda item, reason: f"failed {item}: {reason}"))
+    assert seen == {min(os.getpriority(os.PRIO_PROCESS, 0) + WORKER_NICENESS, 19)}
 
 
 def test_a_hanging_parse_fails_its_file_only(tmp_path: Path) -> None:

@@ -34,6 +34,9 @@ WINDOW_PER_WORKER = 8
 START_TIMEOUT_S = 60.0
 # The first message of every worker, once its process runs our loop.
 READY = "ready"
+# How much lower than the sweep's own a worker's CPU priority is (added to its nice value):
+# parsing yields the cores to what answers meanwhile (searches, the server, PostgreSQL).
+WORKER_NICENESS = 10
 
 
 class WorkersUnavailable(RuntimeError):
@@ -64,6 +67,8 @@ def worker_count(items: int, requested: int | None = None, size: int | None = No
 def _serve(conn: Connection, fn: Callable[[Any, Any], Any], context: Any) -> None:
     """A worker's loop: (index, item) in, (index, ok, result or error text) out; None stops."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
+    with contextlib.suppress(OSError, AttributeError):  # not Unix: the priority it was given
+        os.nice(WORKER_NICENESS)
     conn.send(READY)
     while True:
         try:
