@@ -489,14 +489,15 @@ class Service:
                 )
         except RagError as exc:
             log.warning("cannot tell how many vectors of %s are pending: %s", name, exc.message)
-            with self._lock:
-                self._counting.discard(name)
             return PendingCounts()
-        took = time.monotonic() - at
-        with self._lock:  # kept longer where counting took long: a million pending rows
-            self._pending[name] = (at + max(PENDING_TTL_S, PENDING_TTL_TIMES * took), found)
-            self._counting.discard(name)
-        return found
+        else:
+            took = time.monotonic() - at
+            with self._lock:  # kept longer where counting took long: a million pending rows
+                self._pending[name] = (at + max(PENDING_TTL_S, PENDING_TTL_TIMES * took), found)
+            return found
+        finally:
+            with self._lock:  # whatever happened, a later call may count again
+                self._counting.discard(name)
 
     def pending_vectors_of(self, names: Iterable[str]) -> PendingCounts:
         """`pending_vectors` of several projects, added up (a group's search)."""
