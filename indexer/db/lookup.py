@@ -138,11 +138,9 @@ def verbatim_chunks(
     none while the text blocks' trigram index is missing (a bulk load under way)."""
     pattern = "%" + like_escape(text) + "%"
     spelled_pattern = "%" + spelled(text) + "%"
-    params = {**filters, "pattern": pattern, "spelled_pattern": spelled_pattern}
+    params = {**filters, "pattern": pattern, "spelled_pattern": spelled_pattern, "limit": limit}
     rows = conn.execute(
-        schema.sql(queries.VERBATIM_CHUNKS),
-        {**params, "limit": limit, "schema": schema.name},
-        prepare=False,
+        schema.sql(queries.VERBATIM_CHUNKS), {**params, "schema": schema.name}, prepare=False
     ).fetchall()
     return [(r[0], r[1]) for r in rows]
 
