@@ -121,6 +121,29 @@ def test_a_question_s_inflected_words_meet_the_code_s_forms(
     assert not plain.alone().inflections
 
 
+def test_the_keyword_side_alone_weighs_the_code_s_words_more(
+    database: Any, conn: Conn, project_name: str
+) -> None:
+    # Alone (keyword mode, or no model), a chunk whose code uses both of the question's words
+    # again and again ranks above one that only has a word in its file name; beside the
+    # vectors, which read the code already, the keyword side weighs names and paths as before.
+    rng = np.random.default_rng(6)
+    body = "\n".join(["total = ledger + balance", "ledger = balance - total"] * 3)
+    files = {
+        "accounts/ledger_tool.py": [(1, 2, "ready = balance is None", unit(rng))],
+        "accounts/sums.py": [(1, 6, body, unit(rng))],
+        "accounts/other.py": [(1, 2, "def unrelated(): ...", unit(rng))],
+    }
+    project = stored_project(conn, project_name, files)
+    hits = search_code(database, project, None, "ledger balance", mode="keyword")
+    assert [h.path for h in hits] == ["accounts/sums.py", "accounts/ledger_tool.py"]
+    before = replace(Ranking(), field_weights_alone=Ranking().field_weights)
+    hits = search_code(database, project, None, "ledger balance", mode="keyword", ranking=before)
+    assert [h.path for h in hits] == ["accounts/ledger_tool.py", "accounts/sums.py"]
+    assert Ranking().weights == Ranking().field_weights
+    assert Ranking().alone().weights == Ranking().field_weights_alone
+
+
 def test_exact_symbol_query_finds_its_definition_first(
     database: Any, conn: Conn, project_name: str, work_dir: Path, ollama_standin: OllamaStandin
 ) -> None:

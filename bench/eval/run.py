@@ -295,12 +295,18 @@ def main(argv: Sequence[str] | None = None) -> None:
 
 
 def ranking_of(text: str) -> Ranking:
-    """`DEFAULT_RANKING` with the fields of `key=value,...` changed (numbers and true/false)."""
+    """`DEFAULT_RANKING` with the fields of `key=value,...` changed (numbers, true/false, and
+    tuples of numbers split by `/`)."""
     changes: dict[str, Any] = {}
     for item in filter(None, text.split(",")):
         key, _, value = item.partition("=")
         current = getattr(DEFAULT_RANKING, key)
-        changes[key] = value == "true" if isinstance(current, bool) else float(value)
+        if isinstance(current, bool):
+            changes[key] = value == "true"
+        elif isinstance(current, tuple):  # field_weights=0.05/0.2/0.5/1.0
+            changes[key] = tuple(float(v) for v in value.split("/"))
+        else:
+            changes[key] = type(current)(float(value))
     return replace(DEFAULT_RANKING, **changes)
 
 

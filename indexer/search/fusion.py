@@ -62,6 +62,10 @@ class Ranking:
     vector_depth: int = 30
     keyword_depth: int = 200
     field_weights: tuple[float, float, float, float] = (0.05, 0.2, 0.5, 1.0)
+    # The keyword side alone ranks with a body (C) that counts for more: beside the vectors,
+    # which read the body already, the names and paths carry the keyword side's share; alone,
+    # a question's words in the code's text are most of what it has (docs/lab-log.md).
+    field_weights_alone: tuple[float, float, float, float] = (0.05, 0.3, 0.5, 1.0)
     match_rows: int = 5000
     max_ranked: int = 20_000
     # What the fused score of a chunk of a file that is not code is multiplied by, unless the
@@ -81,6 +85,11 @@ class Ranking:
     def alone(self) -> Ranking:
         """This ranking for the keyword side alone, with no vector side beside it."""
         return self if self.keyword_alone else replace(self, keyword_alone=True)
+
+    @property
+    def weights(self) -> tuple[float, float, float, float]:
+        """ts_rank's field weights {D, C, B, A} for this ranking's keyword side."""
+        return self.field_weights_alone if self.keyword_alone else self.field_weights
 
     @property
     def inflections(self) -> bool:

@@ -150,7 +150,7 @@ def keyword_candidates(
     others = [(idf, f) for idf, f in zip(plan.idfs, forms, strict=True) if f]
     params: dict[str, Any] = {
         **filters,
-        "weights": list(ranking.field_weights),
+        "weights": list(ranking.weights),
         "limit": ranking.keyword_depth,
         "term_queries": [lexical.tsquery_term(w) for w in plan.terms]
         + [lexical.tsquery_any(f) for _, f in others],
