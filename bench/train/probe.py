@@ -171,12 +171,6 @@ def main(argv: list[str] | None = None) -> None:
     s.add_argument("--model", default="all-MiniLM-L6-v2")
     s.add_argument("--probe", type=Path, default=PROBE)
     s.add_argument("--device", default="cpu")
-    s.add_argument(
-        "--blend",
-        type=float,
-        default=1.0,
-        help="score alpha x the model's weights + (1 - alpha) x the base model's",
-    )
     args = ap.parse_args(argv)
     if args.command == "build":
         probe = build(args.out)
@@ -190,16 +184,6 @@ def main(argv: list[str] | None = None) -> None:
 
     source = resolve_source(args.model)
     model = AutoModel.from_pretrained(source).to(args.device)
-    if args.blend != 1.0:
-        base = AutoModel.from_pretrained(resolve_source("all-MiniLM-L6-v2")).state_dict()
-        model.load_state_dict(
-            {
-                k: args.blend * v + (1 - args.blend) * base[k].to(v.device)
-                if v.is_floating_point()
-                else v
-                for k, v in model.state_dict().items()
-            }
-        )
     tokenizer = AutoTokenizer.from_pretrained(source)
     probe = json.loads(args.probe.read_text())
     print(describe(score(probe, torch_embedder(model, tokenizer, args.device))))
