@@ -140,64 +140,6 @@ def inflections(word: str) -> tuple[str, ...]:
     return (word, *sorted(b for b in bases if len(b) >= 3))
 
 
-# Words of prose and the short forms code spells them in, across languages and projects:
-# a question's "buffer" meets `buf`, "connection" `conn`, "initialise" `init`. Only forms that
-# are names in code nearly always; a short form that is also a common word ("def", "ex",
-# "re", "loc") is left out.
-_ABBREVIATION_TEXT = """
-address addr | allocate alloc | allocation alloc | allocator alloc | argument arg args |
-arguments args arg | attribute attr attrs | attributes attrs attr | authentication auth |
-authorization auth | boolean bool | buffer buf buff | calculate calc | callback cb |
-certificate cert | character char chr | characters chars | column col | command cmd |
-compare cmp | comparison cmp | configuration config conf cfg | config cfg conf |
-connection conn | connections conns | constant const | context ctx | count cnt |
-current cur curr | database db | delete del | description desc | descriptor desc |
-destination dest dst | dictionary dict | directory dir | directories dirs |
-document doc | documents docs | element elem | elements elems | environment env |
-error err | errors errs | event evt | exception exc | expression expr | expressions exprs |
-extension ext | format fmt | frequency freq | function func fn | functions funcs |
-generator gen | header hdr | identifier ident | image img | implementation impl |
-increment incr inc | index idx | information info | initialize init | initialise init |
-initialization init | initialisation init | integer int | iterator iter |
-length len | library lib | manager mgr | maximum max | memory mem | message msg |
-messages msgs | minimum min | module mod | number num | object obj | objects objs |
-operation op | operator op | option opt | options opts | package pkg | packages pkgs |
-parameter param | parameters params | position pos | pointer ptr | pointers ptrs |
-previous prev | process proc | property prop | properties props | receive recv |
-reference ref | references refs | register reg | regular regex | repository repo |
-request req | requests reqs | response resp | return ret | sequence seq | server srv |
-signal sig | source src | specification spec | standard std | statistics stats |
-string str | strings strs | structure struct | synchronize sync | synchronous sync |
-asynchronous async | system sys | table tbl | temporary tmp temp | text txt |
-timestamp ts | transaction txn | utility util | utilities utils | value val |
-values vals | variable var | variables vars | version ver | window win
-"""
-
-
-def _abbreviation_table() -> dict[str, tuple[str, ...]]:
-    table: dict[str, list[str]] = {}
-    for entry in _ABBREVIATION_TEXT.split("|"):
-        long, *shorts = entry.split()
-        for short in shorts:
-            table.setdefault(long, []).append(short)
-            table.setdefault(short, []).append(long)
-    return {w: tuple(dict.fromkeys(forms)) for w, forms in table.items()}
-
-
-ABBREVIATIONS = _abbreviation_table()
-
-
-@functools.lru_cache(maxsize=1 << 14)
-def forms(word: str, inflected: bool = True, abbreviated: bool = False) -> tuple[str, ...]:
-    """`word`, then its other forms: its inflections (`inflections`) and the short or long
-    forms code spells them in (`ABBREVIATIONS`: "buffers" meets `buf`, "conn" `connection`)."""
-    out = list(inflections(word)) if inflected else [word]
-    if abbreviated:
-        for w in list(out):
-            out.extend(ABBREVIATIONS.get(w, ()))
-    return tuple(dict.fromkeys(out))
-
-
 def _quote(word: str) -> str:
     return "'" + word.replace("\\", "\\\\").replace("'", "''") + "'"
 

@@ -79,7 +79,6 @@ class Ranking:
     # already, it matches words only (docs/lab-log.md).
     inflections_alone: bool = True
     inflection_weight: float = 0.5
-    abbreviations_alone: bool = False
     # Whether this ranking runs the keyword side alone, with no vector side (`alone()`).
     keyword_alone: bool = False
 
@@ -96,11 +95,6 @@ class Ranking:
     def inflections(self) -> bool:
         """Whether the keyword side matches a query word's inflections."""
         return self.keyword_alone and self.inflections_alone
-
-    @property
-    def abbreviations(self) -> bool:
-        """Whether the keyword side matches a query word's short forms in code."""
-        return self.keyword_alone and self.abbreviations_alone
 
     def deep_enough(self, depth: int) -> Ranking:
         """This ranking with each ranker handing at least `depth` candidates to fusion."""

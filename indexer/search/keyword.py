@@ -30,7 +30,6 @@ class TermStats:
     shares: dict[str, float]
     floor: float  # the share assumed for a term not among the common ones
     inflections: bool = False  # a term's share is its inflections' (`Ranking.inflections`)
-    abbreviations: bool = False  # and its short forms' (`Ranking.abbreviations`)
 
     @property
     def known(self) -> bool:
@@ -102,7 +101,7 @@ def merged_stats(parts: Sequence[TermStats]) -> TermStats:
 
 
 def _share(stats: TermStats, word: str) -> float:
-    forms = lexical.forms(word, stats.inflections, stats.abbreviations)
+    forms = lexical.inflections(word) if stats.inflections else (word,)
     return min(sum(stats.shares.get(w, stats.floor if w == word else 0.0) for w in forms), 1.0)
 
 
@@ -140,10 +139,10 @@ def keyword_candidates(
         return []
     if stats is None:
         stats = term_stats.get(conn, schema) if term_stats else read_term_stats(conn, schema)
-    if ranking.inflections or ranking.abbreviations:
-        stats = replace(stats, inflections=ranking.inflections, abbreviations=ranking.abbreviations)
+    if ranking.inflections:
+        stats = replace(stats, inflections=True)
     plan = keyword_plan(words, stats, ranking)
-    forms = [lexical.forms(w, ranking.inflections, ranking.abbreviations)[1:] for w in plan.terms]
+    forms = [lexical.inflections(w)[1:] if ranking.inflections else () for w in plan.terms]
     chosen = set(plan.match_terms)
     # Each word scores as itself, and its other forms as one more term at inflection_weight
     # of its idf; ts_rank divides an OR query's rank by its number of words, so that term's
