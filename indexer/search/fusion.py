@@ -79,7 +79,6 @@ class Ranking:
     # already, it matches words only (docs/lab-log.md).
     inflections_alone: bool = True
     inflection_weight: float = 0.5
-    file_fusion: float = 0.0
     # Whether this ranking runs the keyword side alone, with no vector side (`alone()`).
     keyword_alone: bool = False
 
@@ -141,15 +140,12 @@ def fuse(
     candidates: Candidates,
     ranking: Ranking = DEFAULT_RANKING,
     demoted: Collection[int] = (),
-    file_of: Mapping[int, Hashable] | None = None,
 ) -> dict[int, float]:
     """The two lists (each cut at its depth) fused by score, the chunks `demoted` (of files
     that are not code, for this query) multiplied by `ranking.demote`; code chunks holding an
     identifier of the query verbatim (and not demoted) come above the rest (in their fused
     order), and chunks named exactly by the query above everything, in their order."""
     scores = _score_fusion(candidates, ranking)
-    if file_of is not None and ranking.file_fusion:
-        _fuse_files(scores, candidates, ranking, file_of)
     if demoted:
         for chunk_id in demoted:
             if chunk_id in scores:
@@ -158,42 +154,6 @@ def fuse(
         candidates = replace(candidates, verbatim=verbatim)
     lift_named(scores, candidates)
     return scores
-
-
-def _fuse_files(
-    scores: dict[int, float],
-    candidates: Candidates,
-    ranking: Ranking,
-    file_of: Mapping[int, Hashable],
-) -> None:
-    sides = []
-    for ids, values, share, depth, floor in (
-        (candidates.vector, candidates.vector_scores, ranking.vector_share,
-         ranking.vector_depth, None),
-        (candidates.keyword, candidates.keyword_scores, 1.0 - ranking.vector_share,
-         ranking.keyword_depth, 0.0),
-    ):  # fmt: skip
-        ids, values = ids[:depth], values[:depth]
-        best: dict[Hashable, float] = {}
-        if ids:
-            top = max(values)
-            low = min(values[: ranking.vector_floor_rank]) if floor is None else floor
-            span = top - low
-            for chunk_id, value in zip(ids, values, strict=True):
-                f = file_of.get(chunk_id)
-                if f is None:
-                    continue
-                n = (value - low) / span if span > 0 else 1.0
-                best[f] = max(best.get(f, n), n)
-        sides.append((share, best))
-    heads: dict[Hashable, int] = {}
-    for cid in sorted(scores, key=lambda c: (-scores[c], c)):
-        f = file_of.get(cid)
-        if f is not None:
-            heads.setdefault(f, cid)
-    for f, cid in heads.items():
-        whole = sum(share * best.get(f, 0.0) for share, best in sides)
-        scores[cid] += ranking.file_fusion * (whole - scores[cid])
 
 
 def _score_fusion(candidates: Candidates, ranking: Ranking) -> dict[int, float]:

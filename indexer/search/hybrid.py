@@ -308,7 +308,7 @@ class _Lists:
         files = {cid: candidates.files[cid] for cid in ids if cid in candidates.files}
         files |= chunk_files(conn, self.parts, sorted(ids - files.keys()))
         file_of = {cid: f.file_id for cid, f in files.items()}
-        scores = fuse(candidates, self.ranking, self._demoted(files.values()), file_of)
+        scores = fuse(candidates, self.ranking, self._demoted(files.values()))
         ranked = [cid for cid in ordered(scores, scores) if cid in file_of]
         window = ranked[: top_k * SHORTLIST]
         heads = [group[0] for group in by_file(ranked, file_of, top_k)]
