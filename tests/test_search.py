@@ -401,6 +401,34 @@ def test_score_fusion_keeps_a_clear_vector_lead_and_normalises_each_list() -> No
         fuse(Candidates(vector=[1, 2]), ranking)
 
 
+def test_a_file_counts_its_best_chunk_on_each_side_among_the_first_files() -> None:
+    # File B's best vector chunk (2) and best keyword chunk (3) differ; file A has one chunk
+    # both sides like (1). By chunk A leads; by file B's own fused score (both its bests)
+    # takes it half the way there and B leads. File E, outside the first two files, keeps
+    # its place: files are reordered among the first top_k, never brought into them.
+    c = Candidates(
+        vector=[2, 1, 4, 6, 5],
+        vector_scores=[0.9, 0.8, 0.5, 0.45, 0.4],
+        keyword=[3, 1, 7, 5],
+        keyword_scores=[10.0, 7.0, 3.0, 2.0],
+    )
+    file_of = {1: "a", 2: "b", 3: "b", 4: "c", 5: "d", 6: "e", 7: "e"}
+    ranking = Ranking(vector_share=0.55, file_fusion=0.5)
+    plain = fuse(c, ranking)
+    assert plain[1] > plain[2] > plain[3]
+    by_file = fuse(c, ranking, file_of=file_of, top_k=2)
+    assert by_file[2] == pytest.approx(plain[2] + 0.5 * (0.55 + 0.45 - plain[2]))
+    assert by_file[2] > by_file[1] == pytest.approx(plain[1])  # A's chunk is its own best
+    assert by_file[3] == pytest.approx(plain[3])  # only a file's best chunk moves
+    assert by_file[7] == pytest.approx(plain[7])  # E is not among the first two files
+    wider = fuse(c, ranking, file_of=file_of, top_k=10)
+    assert wider[7] > plain[7]
+    assert fuse(c, replace(ranking, file_fusion=0.0), file_of=file_of, top_k=2) == plain
+    # A file that is not code counts its own score demoted too.
+    demoted = fuse(c, ranking, {2, 3}, file_of, 2)
+    assert demoted[2] == pytest.approx(0.3 * (plain[2] + 0.5 * (1.0 - plain[2])))
+
+
 def test_a_deeper_vector_list_never_reorders_the_first_hits() -> None:
     # A larger top_k asks each ranker for more candidates: the extra ones score below 0 on the
     # vector side, and every score of the default depth's candidates stays as it was.

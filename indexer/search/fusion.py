@@ -79,6 +79,12 @@ class Ranking:
     # already, it matches words only (docs/lab-log.md).
     inflections_alone: bool = True
     inflection_weight: float = 0.5
+    # By file, each of the first top_k files moves this share of the way from its best chunk's
+    # fused score to the file's own: the vector side's share of its best cosine plus the
+    # keyword side's of its best keyword score (normalised as in fusion). A file whose header
+    # the keyword side finds and whose main function the vectors find counts both. Files are
+    # reordered among the first top_k, never brought into them (docs/lab-log.md).
+    file_fusion: float = 0.5
     # Whether this ranking runs the keyword side alone, with no vector side (`alone()`).
     keyword_alone: bool = False
 
@@ -140,11 +146,15 @@ def fuse(
     candidates: Candidates,
     ranking: Ranking = DEFAULT_RANKING,
     demoted: Collection[int] = (),
+    file_of: Mapping[int, Hashable] | None = None,
+    top_k: int = 0,
 ) -> dict[int, float]:
     """The two lists (each cut at its depth) fused by score, the chunks `demoted` (of files
-    that are not code, for this query) multiplied by `ranking.demote`; code chunks holding an
-    identifier of the query verbatim (and not demoted) come above the rest (in their fused
-    order), and chunks named exactly by the query above everything, in their order."""
+    that are not code, for this query) multiplied by `ranking.demote`; with `file_of` (each
+    chunk's file), the best chunks of the first `top_k` files moved towards their files' own
+    fused scores (`Ranking.file_fusion`). Code chunks holding an identifier of the query
+    verbatim (and not demoted) come above the rest (in their fused order), and chunks named
+    exactly by the query above everything, in their order."""
     scores = _score_fusion(candidates, ranking)
     if demoted:
         for chunk_id in demoted:
@@ -152,17 +162,78 @@ def fuse(
                 scores[chunk_id] *= ranking.demote
         verbatim = [cid for cid in candidates.verbatim if cid not in demoted]
         candidates = replace(candidates, verbatim=verbatim)
+    if file_of is not None and ranking.file_fusion and top_k > 0:
+        firsts = dict(scores)
+        lift_named(firsts, candidates)
+        files = _first_files(firsts, file_of, top_k)
+        _fuse_files(scores, candidates, ranking, file_of, files, demoted)
     lift_named(scores, candidates)
     return scores
 
 
+def _first_files(
+    scores: Mapping[int, float], file_of: Mapping[int, Hashable], count: int
+) -> set[Hashable]:
+    """The files of the first `count` files' best chunks in `scores`."""
+    files: dict[Hashable, None] = {}
+    for chunk_id in ordered(scores, scores):
+        file_id = file_of.get(chunk_id)
+        if file_id is not None:
+            files.setdefault(file_id, None)
+            if len(files) >= count:
+                break
+    return set(files)
+
+
+def _fuse_files(
+    scores: dict[int, float],
+    candidates: Candidates,
+    ranking: Ranking,
+    file_of: Mapping[int, Hashable],
+    files: set[Hashable],
+    demoted: Collection[int],
+) -> None:
+    """Move the best chunk of each of `files` `ranking.file_fusion` of the way to its file's
+    fused score: each side's best normalised score among the file's chunks, by its share (and
+    demoted with the file). A file only gains: its fused score is at least its best chunk's."""
+    sides: list[tuple[float, dict[Hashable, float]]] = []
+    for share, ids, normalised in _normalised(candidates, ranking):
+        best: dict[Hashable, float] = {}
+        for chunk_id, value in zip(ids, normalised, strict=True):
+            file_id = file_of.get(chunk_id)
+            if file_id in files:
+                best[file_id] = max(best.get(file_id, value), value)
+        sides.append((share, best))
+    heads: dict[Hashable, int] = {}
+    for chunk_id in ordered(scores, scores):
+        file_id = file_of.get(chunk_id)
+        if file_id in files:
+            heads.setdefault(file_id, chunk_id)
+    for file_id, head in heads.items():
+        whole = sum(share * best.get(file_id, 0.0) for share, best in sides)
+        if head in demoted:
+            whole *= ranking.demote
+        scores[head] += ranking.file_fusion * (whole - scores[head])
+
+
 def _score_fusion(candidates: Candidates, ranking: Ranking) -> dict[int, float]:
     """A convex combination of the two lists' normalised scores: a chunk the vector side puts
-    far ahead of the rest stays ahead, where rank fusion would count it one rank ahead. Cosine
-    is normalised by min-max over its list, up to `vector_floor_rank` (its spread differs from
-    query to query), the keyword score by the list's best (its floor is 0); a chunk absent
-    from a list gets 0 there."""
+    far ahead of the rest stays ahead, where rank fusion would count it one rank ahead; a
+    chunk absent from a list gets 0 there."""
     scores: dict[int, float] = {}
+    for share, ids, normalised in _normalised(candidates, ranking):
+        for chunk_id, value in zip(ids, normalised, strict=True):
+            scores[chunk_id] = scores.get(chunk_id, 0.0) + share * value
+    return scores
+
+
+def _normalised(
+    candidates: Candidates, ranking: Ranking
+) -> list[tuple[float, list[int], list[float]]]:
+    """Each ranker's share and its list (cut at its depth) with normalised scores. Cosine is
+    normalised by min-max over its list, up to `vector_floor_rank` (its spread differs from
+    query to query), the keyword score by the list's best (its floor is 0)."""
+    sides = []
     for ids, values, share, depth, floor in (
         (candidates.vector, candidates.vector_scores, ranking.vector_share,
          ranking.vector_depth, None),
@@ -177,10 +248,8 @@ def _score_fusion(candidates: Candidates, ranking: Ranking) -> dict[int, float]:
         top = max(values)
         low = min(values[: ranking.vector_floor_rank]) if floor is None else floor
         span = top - low
-        for chunk_id, value in zip(ids, values, strict=True):
-            normalised = (value - low) / span if span > 0 else 1.0
-            scores[chunk_id] = scores.get(chunk_id, 0.0) + share * normalised
-    return scores
+        sides.append((share, ids, [(v - low) / span if span > 0 else 1.0 for v in values]))
+    return sides
 
 
 def lift_named(scores: dict[int, float], candidates: Candidates) -> None:

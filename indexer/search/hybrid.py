@@ -308,9 +308,15 @@ class _Lists:
         files = {cid: candidates.files[cid] for cid in ids if cid in candidates.files}
         files |= chunk_files(conn, self.parts, sorted(ids - files.keys()))
         file_of = {cid: f.file_id for cid, f in files.items()}
-        scores = fuse(candidates, self.ranking, self._demoted(files.values()))
+        demoted = self._demoted(files.values())
+        scores = fuse(candidates, self.ranking, demoted)
         ranked = [cid for cid in ordered(scores, scores) if cid in file_of]
         window = ranked[: top_k * SHORTLIST]
+        if self.ranking.file_fusion:
+            # Files ranked by their own fused scores; the ranges a search by chunk would show
+            # (`shown`, folded into their files as `also`) stay those of the chunks' scores.
+            scores = fuse(candidates, self.ranking, demoted, file_of, top_k)
+            ranked = [cid for cid in ordered(scores, scores) if cid in file_of]
         heads = [group[0] for group in by_file(ranked, file_of, top_k)]
         details, pieces = shaping_rows_over(conn, self.parts, list(dict.fromkeys(window + heads)))
         shown = {hit.ranked_by for hit in chunk_hits(window, details, top_k, pieces)}
