@@ -6,8 +6,9 @@ copies, stubs: `roles.py`) count for less unless the query asks for them. Code c
 an identifier of the query verbatim then come above the rest, and chunks named exactly by the
 query above everything. The windows of a definition too long for one chunk collapse into one
 hit for the definition, from its signature, and overlapping hits of one file into the best. By
-file (the default), a file is one hit at its best chunk, and the file's further chunks that a
-search by chunk would have shown fold into it (`also`).
+file (the default), a file is one hit at its best chunk, the first top_k files ordered by
+their own fused score (each side's best chunk in the file), and the file's further chunks that
+a search by chunk would have shown fold into it (`also`).
 `Ranking` holds the knobs of both sides, tuned on the tuning splits of the evals in
 `bench/eval/` (docs/evals.md).
 """
