@@ -96,10 +96,11 @@ def test_concurrent_sides_give_the_hits_of_sequential_ones(
 ) -> None:
     # Keyword, exact-symbol and verbatim lists come from a second connection while the vector
     # side runs: the fused order is exactly the one-connection order, for every kind of query.
+    # Compared by chunk, the order `sequential_hits` builds.
     project = corpus(conn, project_name)
     embedder = CountingEmbedder()
     for query in QUERIES:
-        hits = search_code(database, project, embedder, query)
+        hits = search_code(database, project, embedder, query, by_file=False)
         vector = embedder.embed_query(query)
         assert [h.chunk_id for h in hits] == sequential_hits(database, project, vector, query)
         assert hits, query
