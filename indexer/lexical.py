@@ -90,12 +90,33 @@ def path_terms_text(path: str) -> str:
 
 def query_terms(query: str) -> list[str]:
     """Distinct terms of a query, in order of first appearance, capped; function words are
-    dropped unless nothing else is left (a query of only "is it" still searches)."""
+    dropped unless nothing else is left (a query of only "is it" still searches), or unless
+    the query writes them as names (`named_words`)."""
     seen: dict[str, None] = {}
     for term in terms(query):
         seen.setdefault(term, None)
-    words = [w for w in seen if w not in STOPWORDS] or list(seen)
+    named = named_words(query)
+    words = [w for w in seen if w not in STOPWORDS or w in named] or list(seen)
     return words[:MAX_QUERY_TERMS]
+
+
+def named_words(query: str) -> frozenset[str]:
+    """The function words a query writes as names: capitalised inside a sentence ("one of
+    two types, like an Either", "the Retry-After header", "NOT NULL"), lowercased. A sentence's
+    first word, and single letters ("how do I"), are prose."""
+    named = set()
+    for match in _WORD_RE.finditer(query):
+        word = match.group(0)
+        if len(word) < 2 or not word[0].isupper() or word.lower() not in STOPWORDS:
+            continue
+        before = query[: match.start()].rstrip()
+        if before and before[-1] not in _SENTENCE_ENDS:
+            named.add(word.lower())
+    return frozenset(named)
+
+
+_WORD_RE = re.compile(r"[A-Za-z]+")
+_SENTENCE_ENDS = frozenset(".!?:;\n")
 
 
 _VOWELS = frozenset("aeiou")

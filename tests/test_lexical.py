@@ -35,6 +35,23 @@ def test_query_drops_function_words_unless_nothing_else_is_left() -> None:
     assert lexical.query_terms("is it") == ["is", "it"]
 
 
+def test_a_function_word_written_as_a_name_is_kept() -> None:
+    # Capitalised inside a sentence, "Either" is a type and "After" part of a header's name.
+    assert lexical.query_terms("accepts one of two types, like an Either") == [
+        "accepts",
+        "one",
+        "two",
+        "types",
+        "like",
+        "either",
+    ]
+    assert "after" in lexical.query_terms("where is the Retry-After header set")
+    assert lexical.named_words("columns declared NOT NULL") == {"not"}
+    # A sentence's first word, a single letter and lowercase function words stay prose.
+    assert lexical.named_words("Either way. Where do I stop? After that") == frozenset()
+    assert lexical.query_terms("either way") == ["way"]
+
+
 def test_a_query_term_is_its_exact_lexeme() -> None:
     # No stemming: "items" matches the lexeme items only.
     assert lexical.tsquery_term("items") == "'items'"

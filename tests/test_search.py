@@ -144,6 +144,22 @@ def test_the_keyword_side_alone_weighs_the_code_s_words_more(
     assert Ranking().alone().weights == Ranking().field_weights_alone
 
 
+def test_a_function_word_the_query_writes_as_a_name_finds_it(
+    database: Any, conn: Conn, project_name: str
+) -> None:
+    # "either" is a function word and dropped from prose; "like an Either" names a type.
+    rng = np.random.default_rng(7)
+    files = {
+        "core/Either.swift": [(1, 3, "public struct Either<A, B> { let value: Any }", unit(rng))],
+        "types/Dynamic.swift": [(1, 2, "func argument(type: Any) -> Any { value }", unit(rng))],
+    }
+    project = stored_project(conn, project_name, files)
+    hits = search_code(database, project, None, "an argument like an Either", mode="keyword")
+    assert hits[0].path == "core/Either.swift"
+    hits = search_code(database, project, None, "an argument like either", mode="keyword")
+    assert [h.path for h in hits] == ["types/Dynamic.swift"]
+
+
 def test_exact_symbol_query_finds_its_definition_first(
     database: Any, conn: Conn, project_name: str, work_dir: Path, ollama_standin: OllamaStandin
 ) -> None:
