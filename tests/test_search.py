@@ -445,69 +445,6 @@ def test_a_file_counts_its_best_chunk_on_each_side_among_the_first_files() -> No
     assert demoted[2] == pytest.approx(0.3 * (plain[2] + 0.5 * (1.0 - plain[2])))
 
 
-def test_the_first_files_climb_by_how_close_the_query_is_to_each_as_a_whole() -> None:
-    # Three files, each one chunk on the vector side; the query is closest to C as a whole
-    # (the mean of its chunks' vectors), then B, then A. Each file's best chunk gains
-    # file_centroid x the best file's score x its similarity normalised min-max over them.
-    c = Candidates(
-        vector=[1, 2, 3, 4],
-        vector_scores=[0.9, 0.85, 0.8, 0.5],
-        centroids={"a": 0.2, "b": 0.5, "c": 0.8},
-    )
-    file_of = {1: "a", 2: "b", 3: "c", 4: "d"}
-    ranking = Ranking(file_fusion=0.0, file_centroid=0.5)
-    plain = fuse(c, replace(ranking, file_centroid=0.0), file_of=file_of, top_k=4)
-    lifted = fuse(c, ranking, file_of=file_of, top_k=4)
-    top = plain[1]
-    assert lifted[1] == pytest.approx(plain[1])  # the farthest file as a whole gains nothing
-    assert lifted[2] == pytest.approx(plain[2] + 0.5 * top * 0.5)
-    assert lifted[3] == pytest.approx(plain[3] + 0.5 * top * 1.0)
-    assert lifted[4] == pytest.approx(plain[4])  # D's centroid was not weighed
-    assert lifted[3] > lifted[1]
-    # Without file ids (a search by chunk) nothing moves; a chunk named exactly stays first.
-    assert fuse(c, ranking) == fuse(c, replace(ranking, file_centroid=0.0))
-    named = fuse(replace(c, exact=[1]), ranking, file_of=file_of, top_k=4)
-    assert max(named, key=lambda cid: named[cid]) == 1
-
-
-def test_a_file_whose_every_chunk_is_close_leads_one_with_a_single_close_chunk(
-    database: Any, conn: Conn, project_name: str
-) -> None:
-    # "spread.py" has one chunk closest to the query and three far from it; "whole.py" has
-    # four chunks all close. By chunk spread.py leads; by file, weighed as wholes (the mean
-    # of each file's chunks' vectors, read from the index), whole.py does.
-    rng = np.random.default_rng(11)
-    q = unit(rng)
-
-    def at(cosine: float) -> np.ndarray:
-        other = unit(rng)
-        other -= (other @ q) * q
-        other /= np.linalg.norm(other)
-        return cosine * q + np.sqrt(1 - cosine**2) * other
-
-    files: dict[str, list[tuple[int, int, str, Any]]] = {
-        "spread.py": [(1, 5, "def close(): ...", at(0.95))]
-        + [(10 * i, 10 * i + 5, f"def far_{i}(): ...", at(-0.4)) for i in range(1, 4)],
-        "whole.py": [(10 * i + 1, 10 * i + 5, f"def near_{i}(): ...", at(0.88)) for i in range(4)],
-    }
-    for n in range(6):
-        files[f"other_{n}.py"] = [(1, 5, f"def other_{n}(): ...", at(0.3 - 0.05 * n))]
-    project = stored_project(conn, project_name, files)
-    search = partial(search_code, database, project, FixedEmbedder(q), "a question", mode="vector")
-    assert [h.path for h in search(by_file=False)][:2] == ["spread.py", "whole.py"]
-    assert search(ranking=Ranking(file_centroid=0.0))[0].path == "spread.py"
-    hits = search()
-    assert [h.path for h in hits][:2] == ["whole.py", "spread.py"]
-    # The index's similarity to a file as a whole is the cosine to its chunks' mean vector.
-    means = {p: np.mean([v for *_, v in files[p]], axis=0) for p in ("spread.py", "whole.py")}
-    expected = {p: float(q @ m / np.linalg.norm(m)) for p, m in means.items()}
-    schema = Schema(project_name)
-    ids = dict(conn.execute(schema.sql("SELECT path, id FROM {schema}.rag_file")).fetchall())
-    found = lookup.file_centroids(conn, schema, np.asarray(q, dtype=np.float32), list(ids.values()))
-    conn.rollback()
-    assert {p: found[ids[p]] for p in expected} == pytest.approx(expected, abs=1e-5)
-
-
 def test_a_deeper_vector_list_never_reorders_the_first_hits() -> None:
     # A larger top_k asks each ranker for more candidates: the extra ones score below 0 on the
     # vector side, and every score of the default depth's candidates stays as it was.

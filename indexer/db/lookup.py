@@ -164,17 +164,6 @@ def chunk_files(conn: Conn, schema: Schema, ids: Sequence[int]) -> dict[int, Chu
     return {c.chunk_id: c for c in found}
 
 
-def file_centroids(conn: Conn, schema: Schema, vector: Any, ids: Sequence[int]) -> dict[int, float]:
-    """The cosine similarity of `vector` to the centroid of each of the files `ids` (the mean
-    of its chunks' vectors); a file with no vector yet is absent."""
-    if not ids:
-        return {}
-    rows = conn.execute(
-        schema.sql(queries.FILE_CENTROIDS), {"vector": vector, "ids": list(ids)}
-    ).fetchall()
-    return {int(file_id): float(similarity) for file_id, similarity in rows}
-
-
 def range_blocks(
     conn: Conn, schema: Schema, ranges: Sequence[tuple[str, str, int, int]]
 ) -> list[RangeBlock]:

@@ -227,16 +227,6 @@ SELECT r.n::int AS range_no, b.start_line, b.content
 """
 
 # Rows as `rows.ChunkFile`: the file of each of the chunks `ids`.
-# Rows (file_id, similarity): each of the files `ids` with a vector, the cosine similarity of
-# `vector` to the mean of its chunks' vectors (its centroid; pgvector's avg). Nothing is stored:
-# the mean is of the vectors the file holds now.
-FILE_CENTROIDS = """
-SELECT file_id, 1 - (avg(embedding) <=> %(vector)s) AS similarity
-  FROM {schema}.rag_chunk
- WHERE file_id = ANY(%(ids)s) AND embedding IS NOT NULL
- GROUP BY file_id
-"""
-
 CHUNK_FILES = """
 SELECT c.id AS chunk_id, c.file_id, f.path
   FROM {schema}.rag_chunk c

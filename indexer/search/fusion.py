@@ -17,7 +17,6 @@ from __future__ import annotations
 
 from collections.abc import Collection, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
 
 from indexer.db import ChunkFile, DefinitionPiece, Ranked, StoredChunk
 
@@ -87,13 +86,6 @@ class Ranking:
     # the keyword side finds and whose main function the vectors find counts both. Files are
     # reordered among the first top_k, never brought into them (docs/lab-log.md).
     file_fusion: float = 0.5
-    # By file, with a query vector: each of the first `centroid_files` files gains up to this
-    # share of the best file's score by how close the query is to the file as a whole (the
-    # mean of its chunks' vectors), min-max over those files. A file whose every chunk speaks
-    # of the question climbs above one with a single close chunk (docs/lab-log.md).
-    file_centroid: float = 0.5
-    centroid_files: int = 20
-    centroid_keeps_first: bool = False
     # Whether this ranking runs the keyword side alone, with no vector side (`alone()`).
     keyword_alone: bool = False
 
@@ -139,8 +131,6 @@ class Candidates:
     keyword_scores: list[float] = field(default_factory=list)
     # The file of each chunk of the ranked lists (both rankers read it with the chunk).
     files: dict[int, ChunkFile] = field(default_factory=dict)
-    # By file id, the query's similarity to the file's centroid (`Ranking.file_centroid`).
-    centroids: Mapping[Any, float] = field(default_factory=dict)
 
 
 def scored(ranked: Sequence[Ranked]) -> tuple[list[int], list[float]]:
@@ -178,59 +168,8 @@ def fuse(
         lift_named(firsts, candidates)
         files = _first_files(firsts, file_of, top_k)
         _fuse_files(scores, candidates, ranking, file_of, files, demoted)
-    if file_of is not None and ranking.file_centroid and candidates.centroids:
-        _lift_by_centroid(
-            scores,
-            candidates.centroids,
-            ranking.file_centroid,
-            file_of,
-            ranking.centroid_keeps_first,
-        )
     lift_named(scores, candidates)
     return scores
-
-
-def centroid_files(
-    scores: Mapping[int, float], file_of: Mapping[int, int], ranking: Ranking
-) -> list[int]:
-    """The files whose centroids `Ranking.file_centroid` weighs: the first
-    `ranking.centroid_files` files of `scores`, best first."""
-    files: dict[int, None] = {}
-    for chunk_id in ordered(scores, scores):
-        file_id = file_of.get(chunk_id)
-        if file_id is not None:
-            files.setdefault(file_id, None)
-            if len(files) >= ranking.centroid_files:
-                break
-    return list(files)
-
-
-def _lift_by_centroid(
-    scores: dict[int, float],
-    centroids: Mapping[Any, float],
-    share: float,
-    file_of: Mapping[int, Hashable],
-    keep_first: bool = False,
-) -> None:
-    """Lift the best chunk of each file of `centroids` by `share` of the best of those files'
-    scores, times the query's similarity to the file's centroid normalised min-max over them
-    (the closest file gains the whole share, the farthest nothing)."""
-    heads: dict[Hashable, int] = {}
-    for chunk_id in ordered(scores, scores):
-        file_id = file_of.get(chunk_id)
-        if file_id in centroids:
-            heads.setdefault(file_id, chunk_id)
-    if len(heads) < 2:
-        return
-    top = max(scores[head] for head in heads.values())
-    values = [centroids[f] for f in heads]
-    high, low = max(values), min(values)
-    if top <= 0 or high <= low:
-        return
-    first = next(iter(heads))
-    for file_id, head in heads.items():
-        near = 1.0 if keep_first and file_id == first else (centroids[file_id] - low) / (high - low)
-        scores[head] += share * top * near
 
 
 def _first_files(

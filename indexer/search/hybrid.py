@@ -36,7 +36,6 @@ from indexer.search.fusion import (
     Hit,
     Ranking,
     by_file,
-    centroid_files,
     chunk_hits,
     collapse,
     files_of,
@@ -50,7 +49,6 @@ from indexer.search.keyword import TermStatsCache
 from indexer.search.parts import (
     Part,
     chunk_files,
-    file_centroids_over,
     nearest_over,
     other_candidates,
     shaping_rows_over,
@@ -224,7 +222,7 @@ def _with_vectors(
             others_found = others.result()
             files = others_found.files | files_of(found)
             candidates = replace(others_found, vector=ids, vector_scores=similarities, files=files)
-            return lists.fused_hits(conn, candidates, top_k, vector)
+            return lists.fused_hits(conn, candidates, top_k)
 
 
 def _checked_query(query: str, top_k: int, mode: str, embedder: Embedder | None) -> str:
@@ -282,13 +280,12 @@ class _Lists:
                 ensure_same_model(EmbeddingModel.from_dict(recorded), model, part.schema.name)
 
     def fused_hits(
-        self, conn: Conn, candidates: Candidates, top_k: int, vector: Any = None
+        self, conn: Conn, candidates: Candidates, top_k: int
     ) -> tuple[dict[int, float], list[Hit]]:
         """Fuse the lists, with the files that are not code counting for less, and read back
-        and collapse the best into `top_k` hits, each with the id it ranks by; by file, the
-        query's `vector` (when there is one) also weighs the first files as wholes."""
+        and collapse the best into `top_k` hits, each with the id it ranks by."""
         if self.by_file:
-            return self._hits_by_file(conn, candidates, top_k, vector)
+            return self._hits_by_file(conn, candidates, top_k)
         # Only the shortlist's files are read, so only they are demoted: fuse, read the
         # shortlist's rows (and the pieces of the definitions they split), fuse again.
         scores = fuse(candidates, self.ranking)
@@ -301,7 +298,7 @@ class _Lists:
         return scores, chunk_hits(best, details, top_k, pieces)
 
     def _hits_by_file(
-        self, conn: Conn, candidates: Candidates, top_k: int, vector: Any
+        self, conn: Conn, candidates: Candidates, top_k: int
     ) -> tuple[dict[int, float], list[Hit]]:
         """One hit per file: every candidate's file is known first (the rankers read it with
         the chunk; the few others are looked up), so that the files that are not code are
@@ -315,14 +312,9 @@ class _Lists:
         scores = fuse(candidates, self.ranking, demoted)
         ranked = [cid for cid in ordered(scores, scores) if cid in file_of]
         window = ranked[: top_k * SHORTLIST]
-        if vector is not None and self.ranking.file_centroid:
-            firsts = centroid_files(scores, file_of, self.ranking)
-            centroids = file_centroids_over(conn, self.parts, vector, firsts)
-            candidates = replace(candidates, centroids=centroids)
-        if self.ranking.file_fusion or candidates.centroids:
-            # Files ranked by their own fused scores (and as wholes); the ranges a search by
-            # chunk would show (`shown`, folded into their files as `also`) stay those of the
-            # chunks' scores.
+        if self.ranking.file_fusion:
+            # Files ranked by their own fused scores; the ranges a search by chunk would show
+            # (`shown`, folded into their files as `also`) stay those of the chunks' scores.
             scores = fuse(candidates, self.ranking, demoted, file_of, top_k)
             ranked = [cid for cid in ordered(scores, scores) if cid in file_of]
         heads = [group[0] for group in by_file(ranked, file_of, top_k)]

@@ -23,7 +23,6 @@ from indexer.search.candidates import (
     nearest,
     query_identifiers,
     shaping_rows,
-    vector_param,
 )
 from indexer.search.fusion import Candidates, Ranking, files_of, global_id, part_of, scored
 from indexer.search.keyword import TermStatsCache, keyword_candidates, merged_stats, read_term_stats
@@ -145,19 +144,6 @@ def chunk_files(conn: Conn, parts: Sequence[Part], ids: Sequence[int]) -> dict[i
         for cid, f in lookup.chunk_files(conn, part.schema, local).items():
             gid = global_id(part.index, cid)
             found[gid] = ChunkFile(gid, global_id(part.index, f.file_id), f.path)
-    return found
-
-
-def file_centroids_over(
-    conn: Conn, parts: Sequence[Part], vector: Sequence[float], file_ids: Iterable[int]
-) -> dict[int, float]:
-    """The similarity of `vector` to each of the files `file_ids` (global) as a whole: the
-    centroid of its chunks' vectors (`lookup.file_centroids`), by global file id."""
-    found: dict[int, float] = {}
-    param = vector_param(vector)
-    for part, local in _by_part(parts, file_ids):
-        for fid, similarity in lookup.file_centroids(conn, part.schema, param, local).items():
-            found[global_id(part.index, fid)] = similarity
     return found
 
 
