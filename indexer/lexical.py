@@ -31,6 +31,9 @@ _STOPWORD_TEXT = """a about above after again against all also am an and any are
     those through thus to too under until up upon very via was we were what when where whether
     which while who whom why will with would you your"""
 STOPWORDS = frozenset(_STOPWORD_TEXT.split())
+# A function word capitalised after none of these, inside a query, is a name (`named_words`).
+_WORD_RE = re.compile(r"[A-Za-z]+")
+_SENTENCE_ENDS = frozenset(".!?:;\n")
 
 
 def _humps(piece: str) -> list[str]:
@@ -113,10 +116,6 @@ def named_words(query: str) -> frozenset[str]:
         if before and before[-1] not in _SENTENCE_ENDS:
             named.add(word.lower())
     return frozenset(named)
-
-
-_WORD_RE = re.compile(r"[A-Za-z]+")
-_SENTENCE_ENDS = frozenset(".!?:;\n")
 
 
 _VOWELS = frozenset("aeiou")
