@@ -100,32 +100,12 @@ def report(chosen: Sequence[Question], got: dict, split: str, against: dict | No
     )
 
 
-def fused(chosen: Sequence[Question], got: dict, against: dict, weights: Sequence[float]) -> str:
-    """code-rag model-free's files (its first 30, one each) and semble's fused by reciprocal
-    rank (k 10), semble's list at each weight: does semble's ranking add to code-rag's?"""
-    rows = {row["id"]: row["systems"]["code-rag model-free"] for row in against["questions"]}
-    lines = ["| semble's weight | NDCG@10 |", "|---:|---:|"]
-    for weight in weights:
-        per_query = []
-        for q in chosen:
-            ours = list(dict.fromkeys(h["path"] for h in rows[q.qid]["deep"]))[:30]
-            fused_score: dict[str, float] = {}
-            for share, files in ((1.0, ours), (weight, got["answers"][q.qid]["by_file"])):
-                for rank, path in enumerate(files, 1):
-                    fused_score[path] = fused_score.get(path, 0.0) + share / (10 + rank)
-            ranked = sorted(fused_score, key=lambda path: -fused_score[path])
-            per_query.append(score(ranked, q.targets).ndcg)
-        lines.append(f"| {weight} | {sum(per_query) / len(per_query):.3f} |")
-    return "\n".join(lines)
-
-
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--split", choices=(*SPLITS, "every"), default="test")
     ap.add_argument("--cache", type=Path, default=CACHE)
     ap.add_argument("--python", type=Path, default=None, help="an interpreter with semble")
     ap.add_argument("--against", type=Path, default=None, help="code-rag's --json of the split")
-    ap.add_argument("--fuse", default="", help="with --against: semble's weights, 0.25,0.5,...")
     args = ap.parse_args(argv)
     questions, corpus = questions_module.ensure_valid(args.cache)
     python = args.python or semble_python(args.cache.parent / "semble")
@@ -137,8 +117,6 @@ def main(argv: list[str] | None = None) -> None:
     got = answers(python, corpus.root, chosen, args.cache / "semble")
     for split in splits:
         print(report([q for q in chosen if q.split == split], got, split, against) + "\n")
-    if against and args.fuse:
-        print(fused(chosen, got, against, [float(w) for w in args.fuse.split(",")]))
 
 
 if __name__ == "__main__":
