@@ -254,6 +254,13 @@ def system_table(results: dict[str, list[Scores]]) -> str:
     return "\n".join(lines)
 
 
+def bootstrap(diff: np.ndarray, seed: int = 0) -> tuple[float, float]:
+    """A 95% bootstrap interval (2,000 resamples) for the mean of per-query differences."""
+    means = np.random.default_rng(seed).choice(diff, size=(2000, len(diff))).mean(axis=1)
+    lo, hi = np.percentile(means, [2.5, 97.5])
+    return float(lo), float(hi)
+
+
 def paired(results: dict[str, list[Scores]], a: str, b: str, seed: int = 0) -> str:
     """`a` against `b` query by query: mean difference of reciprocal rank (MRR@10), a 95%
     bootstrap interval for it, and how many queries each ranks better."""
@@ -262,9 +269,7 @@ def paired(results: dict[str, list[Scores]], a: str, b: str, seed: int = 0) -> s
     diff = ra - rb
     if not len(diff):
         return f"{a} vs {b}: no queries"
-    rng = np.random.default_rng(seed)
-    means = rng.choice(diff, size=(2000, len(diff)), replace=True).mean(axis=1)
-    lo, hi = np.percentile(means, [2.5, 97.5])
+    lo, hi = bootstrap(diff, seed)
     return (
         f"{a} vs {b}: MRR@10 difference {diff.mean():+.3f} (95% bootstrap {lo:+.3f} to "
         f"{hi:+.3f}); {a} better on {int((diff > 0).sum())}, worse on "

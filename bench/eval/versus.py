@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from bench.eval.compare import finds
+from bench.eval.compare import bootstrap, finds
 
 K = 10
 EVALS = ("docstring", "questions")
@@ -54,8 +54,7 @@ def versus(a: dict[str, int | None], b: dict[str, int | None], seed: int = 0) ->
     diff = rr[:, 1] - rr[:, 0]
     if not len(diff):
         return "no query in both runs"
-    means = np.random.default_rng(seed).choice(diff, size=(4000, len(diff))).mean(axis=1)
-    lo, hi = np.percentile(means, [2.5, 97.5])
+    lo, hi = bootstrap(diff, seed)
     return (
         f"{len(ids)} queries; Hit@1 / Hit@5 / Hit@10 / MRR@10: A {measures([a[i] for i in ids])}, "
         f"B {measures([b[i] for i in ids])}; B - A MRR@10 {diff.mean():+.3f} (95% bootstrap "

@@ -41,7 +41,7 @@ from typing import Any
 import numpy as np
 
 from bench.eval.baseline import PlainBaseline, corpus_windows, window_vectors
-from bench.eval.compare import hit_row
+from bench.eval.compare import bootstrap, hit_row
 from bench.eval.files import questions as questions_module
 from bench.eval.files.corpus import CACHE, UNSEEN, Corpus
 from bench.eval.files.index import ensure_index, open_index, project_for
@@ -180,8 +180,7 @@ def paired(scores: dict[str, list[QueryScore]], a: str, b: str, seed: int = 0) -
     diff = np.array([x.ndcg - y.ndcg for x, y in zip(scores[a], scores[b], strict=True)])
     if not len(diff):
         return f"{a} vs {b}: no queries"
-    means = np.random.default_rng(seed).choice(diff, size=(2000, len(diff))).mean(axis=1)
-    lo, hi = np.percentile(means, [2.5, 97.5])
+    lo, hi = bootstrap(diff, seed)
     return (
         f"{a} vs {b}: NDCG@{K} difference {diff.mean():+.3f} (95% bootstrap {lo:+.3f} to "
         f"{hi:+.3f}); better on {int((diff > 0).sum())}, worse on {int((diff < 0).sum())}, "
