@@ -47,12 +47,20 @@ SPLITS = ("tune", "test", "unseen")
 
 
 def semble_python(venv: Path) -> Path:
-    """The interpreter of a virtual environment holding semble, made on first use."""
+    """The interpreter of a virtual environment holding semble, made (or mended) on first use."""
     python = venv / "bin" / "python"
-    if not python.exists():
-        print(f"making {venv} with {SEMBLE} (once)", file=sys.stderr)
+    has_semble = [str(python), "-c", "import semble"]
+    if python.exists() and subprocess.run(has_semble, capture_output=True).returncode == 0:
+        return python
+    print(f"making {venv} with {SEMBLE} (once)", file=sys.stderr)
+    try:
         subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
         subprocess.run([str(python), "-m", "pip", "install", "-q", SEMBLE], check=True)
+    except subprocess.CalledProcessError as exc:
+        raise SystemExit(
+            f"could not install {SEMBLE} into {venv} ({exc}): pip needs a package index; "
+            "or pass --python an interpreter that has semble"
+        ) from exc
     return python
 
 
