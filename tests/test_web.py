@@ -383,6 +383,49 @@ def test_the_search_page_shows_what_search_code_answers_highlighted_with_links(
     assert shown.status_code == 200 and "Invoice" in shown.text and "generate_number" in shown.text
 
 
+# A function longer than a snippet's lines: its snippet is cut and ends with the cut mark.
+LONG_FUNCTION = (
+    "def reconcile_ledger(entries):\n"
+    '    """Sum the ledger entries one account at a time."""\n'
+    + "".join(
+        f"    total_{n} = sum(e.amount for e in entries if e.account == {n})\n" for n in range(20)
+    )
+    + "    return total_0\n"
+)
+
+
+def test_a_cut_snippet_ends_with_its_mark_as_plain_text_never_an_error_box(
+    site: Site, database: Database
+) -> None:
+    # The cut mark "…" is a character Python's lexer does not expect: the page shows it as
+    # plain text, never wrapped as an error token (which the stylesheet draws as a red box).
+    name = unique_name("wcut")
+    base = site.base_dir / name
+    project = make_project(name, base, {"ledger.py": LONG_FUNCTION}, label="ledger")
+    index(database, project, site.standin)
+    settings = server_settings(base, {name: project}, site.standin, database.dsn)
+    app = create_app(
+        settings,
+        database=database,
+        embedder=standin_embedder(site.standin),
+        schedule=False,
+        watch=False,
+    )
+    try:
+        with running(app, settings) as served, Browsing(served.server.base) as client:
+            assert client.sign_in(TOKEN).status_code == 303
+            page = client.get(f"/web/p/{name}/search", q="reconcile the ledger").text
+            [hit] = call(served, name, "search_code", {"query": "reconcile the ledger"})["hits"]
+            assert hit["snippet"].endswith("…")  # the snippet is cut, and says so
+            code = re.search(r'<pre class="hl">(.*?)</pre>', page, re.S)
+            assert code is not None
+            assert '<span class="k">def</span>' in code.group(1)  # still highlighted
+            assert 'class="err"' not in page
+            assert code.group(1).rstrip().endswith("…")  # the mark shown, as plain text
+    finally:
+        drop_projects(database, [name])
+
+
 def test_symbol_grep_and_references_answer_from_the_same_box(
     site: Site, signed_in: Browsing
 ) -> None:

@@ -6,7 +6,9 @@ Everything shown comes from indexed files, which are hostile input. Templates es
 reorder what is seen (control characters, right-to-left overrides and isolates, zero-width
 marks) with a visible `⟨U+202E⟩`, so a line never reads differently from what it holds.
 `highlight` reveals first, then lets Pygments' lexer name each token, escapes it and wraps it
-in a `<span class=…>` of Pygments' own names: no other tag is ever made.
+in a `<span class=…>` of Pygments' own names: no other tag is ever made. A token the lexer
+calls an error (a character it did not expect, such as the "…" a cut snippet ends with) is
+shown as plain text: it is the file's own text, and a search page is no linter.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from pygments.formatters import HtmlFormatter
 from pygments.lexer import Lexer
 from pygments.lexers import get_lexer_by_name, get_lexer_for_filename
 from pygments.lexers.special import TextLexer
-from pygments.token import STANDARD_TYPES, _TokenType
+from pygments.token import STANDARD_TYPES, Error, _TokenType
 from pygments.util import ClassNotFound
 
 # C0 and C1 controls but tab and newline; DEL; the bidirectional embeddings, overrides,
@@ -84,7 +86,10 @@ _ESCAPE = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", 
 
 @functools.lru_cache(maxsize=512)
 def _css_class(ttype: _TokenType) -> str:
-    """The class Pygments' HTML formatter gives a token type (its style sheet's names)."""
+    """The class Pygments' HTML formatter gives a token type (its style sheet's names); none
+    for an error token, which is shown as plain text."""
+    if ttype in Error:
+        return ""
     name = STANDARD_TYPES.get(ttype)
     suffix = ""
     while name is None:
