@@ -286,7 +286,7 @@ def create_app(
         scheduler = SweepScheduler(service) if schedule and indexing else None
         watchers = None
         if watch and settings.indexer.watch and indexing:
-            watchers = Watchers(service, settings.indexer.watch_debounce_ms)
+            watchers = Watchers(service, settings.indexer.watch_debounce_ms, settings.data_dir)
             service.watch_state = watchers.status
         projects_file = ProjectsFile(service) if follow else None
         app.state.service = service

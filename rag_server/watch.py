@@ -2,7 +2,9 @@
 
 One thread per project runs `watchfiles.watch` over its roots (Rust `notify` underneath),
 debounced, so a burst of saves, a `git checkout` or an `rm -rf` arrive as one batch. Events are
-thinned here by folder name (`node_modules`, `.git`, … as the walk skips them) and judged fully
+thinned here by folder name (`node_modules`, `.git`, … as the walk skips them) and the server's
+own data folder is dropped whole (a root may hold it, as the demo's checkout does: the database's
+writes there are no change of the project, and never make a batch), then judged fully
 when applied — gitignore, globs, secrets, size, binary — by `indexer.sweep.run.apply_changes`, the
 sweep's own per-file path: same lock, savepoints and embedding cache. A change of git `HEAD`
 (branch switch, pull) is followed by a whole sweep of the project. When watching cannot work
@@ -15,6 +17,7 @@ anew over its new roots (the scheduler sweeps it once at once), a removed one is
 from __future__ import annotations
 
 import logging
+import os
 import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -67,10 +70,14 @@ class WatchState:
 class ProjectWatcher:
     """Watches one project's roots in a thread of its own until `stop()`."""
 
-    def __init__(self, service: Service, project: Project, debounce_ms: int) -> None:
+    def __init__(
+        self, service: Service, project: Project, debounce_ms: int, data_dir: Path
+    ) -> None:
         self.service = service
         self.project = project
         self.debounce_ms = debounce_ms
+        # The server's data folder (the embedded database, the token): never a change.
+        self.data_dir = str(data_dir.resolve())
         self.state = WatchState()
         self.roots = sorted(
             ((root.path.resolve(), root.name) for root in project.roots),
@@ -126,6 +133,8 @@ class ProjectWatcher:
         log.warning("%s: %s", self.project.name, self.state.error)
 
     def _keep(self, _change: Any, path: str) -> bool:
+        if path == self.data_dir or path.startswith(self.data_dir + os.sep):
+            return False
         parts = PurePosixPath(path).parts
         if ".git" in parts:  # only what says that the checked-out tree moved
             inside = parts[parts.index(".git") + 1 :]
@@ -196,12 +205,13 @@ class Watchers:
     """The watchers of every project of a service; started and stopped with the app, and
     changed with the projects file."""
 
-    def __init__(self, service: Service, debounce_ms: int) -> None:
+    def __init__(self, service: Service, debounce_ms: int, data_dir: Path) -> None:
         self.service = service
         self.debounce_ms = debounce_ms
+        self.data_dir = data_dir
         self._lock = threading.Lock()
         self.by_project = {
-            name: ProjectWatcher(service, project, debounce_ms)
+            name: ProjectWatcher(service, project, debounce_ms, data_dir)
             for name, project in service.projects.items()
         }
         self._unsubscribe: Callable[[], None] | None = None
@@ -227,7 +237,8 @@ class Watchers:
             project = projects.get(name)
             if project is None:
                 continue
-            watcher = ProjectWatcher(self.service, project, self.debounce_ms).start()
+            watcher = ProjectWatcher(self.service, project, self.debounce_ms, self.data_dir)
+            watcher.start()
             with self._lock:
                 self.by_project[name] = watcher
 

