@@ -1,6 +1,6 @@
 """Who may call which endpoint: the tokens made for a project or a group, and what each opens.
 
-A token made by `./bld token add <project|group>` is kept only as its SHA-256 digest, in the
+A token made by `code-rag token add <project|group>` is kept only as its SHA-256 digest, in the
 shared schema ("code-rag".access_token, `indexer.db.tokens`), and looked up by that digest on
 every request: an add or a revoke counts at the next request of every server on the database,
 with nothing cached to go stale. Such a token opens the MCP endpoints whose projects all lie
@@ -107,7 +107,7 @@ def _token_table(db: Database, what: str, timeout_ms: int | None = None) -> Iter
         except psycopg.errors.UndefinedTable:
             raise DatabaseError(
                 f'{what}: the table "code-rag".access_token is missing, and this database user '
-                "may not create it: run any ./bld command once as a user that may (the "
+                "may not create it: run any code-rag command once as a user that may (the "
                 "database's owner), or use the server token"
             ) from None
 
@@ -140,7 +140,7 @@ def add_token(
     if name is not None:
         raise TokenNameTaken(
             f"a token is named {name!r} already: choose another --name, or revoke that one "
-            f"first (./bld token revoke {name})"
+            f"first (code-rag token revoke {name})"
         )
     raise TokenNameTaken(
         f"the names {target} to {target}-{MAX_DEFAULT_NAMES} are all taken: choose one with --name"
@@ -157,7 +157,7 @@ def revoke_token(db: Database, name: str) -> AccessToken:
     with _token_table(db, "revoking the token") as conn:
         gone = tokens.revoke_token(conn, name)
     if gone is None:
-        raise TokenNotFound(f"no token is named {name!r}: ./bld token list shows their names")
+        raise TokenNotFound(f"no token is named {name!r}: code-rag token list shows their names")
     return gone
 
 

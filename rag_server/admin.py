@@ -1,7 +1,7 @@
 """The admin JSON-RPC endpoint (`POST /rag-admin`): `reindex` and `status`, for scripts.
 
 `reindex {project | "all", full?}` queues sweeps in the background and answers at once with a
-run id; `status {project?}` answers what `./bld status` shows, plus the server's own view
+run id; `status {project?}` answers what `code-rag status` shows, plus the server's own view
 (sweep running, last and next run), whether this server indexes (`indexer`: false on a read
 replica, whose `reindex` is refused with the `read_replica` error), and `config_error`: why the
 projects file as it is now was not applied, and since when (null once a valid file applies).

@@ -121,8 +121,8 @@ def is_server_token(given: str, token: str) -> bool:
 # The one answer to every refused token: no token, a wrong one, one for another project, an
 # unknown project, a project's token at the admin endpoint, a token that cannot be checked.
 TOKEN_REFUSED = (
-    "Missing or wrong token: send the header X-RAG-Token: <token> (./bld up and ./bld serve "
-    "print the server's; ./bld token add makes one for a project or a group)"
+    "Missing or wrong token: send the header X-RAG-Token: <token> (code-rag up and code-rag serve "
+    "print the server's; code-rag token add makes one for a project or a group)"
 )
 
 
@@ -338,7 +338,7 @@ def create_app(
         lifespan=[lifespan],
         request_max_body_size=MAX_BODY_BYTES,
         openapi_config=None,
-        logging_config=None,  # the process configures logging once (./bld serve)
+        logging_config=None,  # the process configures logging once (code-rag serve)
         debug=False,
     )
 
@@ -347,7 +347,7 @@ def create_app(
 
 
 def check_port_free(settings: Settings) -> None:
-    """Fail early, with what to do, when the address is taken (another `./bld serve`?)."""
+    """Fail early, with what to do, when the address is taken (another `code-rag serve`?)."""
     host, port = settings.server.host, settings.server.port
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     with socket.socket(family, socket.SOCK_STREAM) as probe:
@@ -357,7 +357,7 @@ def check_port_free(settings: Settings) -> None:
         except OSError as exc:
             if exc.errno == errno.EADDRINUSE:
                 raise ConfigError(
-                    f"{host}:{port} is already in use (another ./bld serve?): stop it, or set "
+                    f"{host}:{port} is already in use (another code-rag serve?): stop it, or set "
                     f"[server] port in {settings.config_path}"
                 ) from None
             raise ConfigError(f"cannot listen on {host}:{port}: {exc.strerror}") from None

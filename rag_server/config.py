@@ -12,8 +12,9 @@ from __future__ import annotations
 import configparser
 import json
 import os
+import re
 import secrets
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -419,18 +420,34 @@ def ensure_token(data_dir: Path, *, fresh: bool = False) -> str:
 
 
 def default_config_path() -> Path:
-    return Path(os.environ.get(CONFIG_ENV) or DEFAULT_CONFIG_NAME).expanduser().resolve()
+    """The `application.ini` a command reads when `--config` and `CODE_RAG_CONFIG` name none:
+    the current folder's when it has one (a folder's own instance, a checkout's); else a
+    checkout's current folder (where `./bld up` writes one), and the installed command's
+    user-wide one (`~/.config/code-rag/application.ini`), which serves every folder
+    `code-rag up` was run in."""
+    named = os.environ.get(CONFIG_ENV)
+    if named:
+        return Path(named).expanduser().resolve()
+    here = Path(DEFAULT_CONFIG_NAME).resolve()
+    if here.exists() or source_checkout() is not None:
+        return here
+    return user_config_dir() / DEFAULT_CONFIG_NAME
 
 
-def load_settings(config_path: Path | None = None, *, create_token: bool = True) -> Settings:
-    """Read `application.ini` and the projects file it names into one `Settings`."""
+def load_settings(
+    config_path: Path | None = None, *, create_token: bool = True, missing_ok: bool = False
+) -> Settings:
+    """Read `application.ini` and the projects file it names into one `Settings`. A file named
+    by the caller must exist unless `missing_ok`; with none, the defaults apply."""
     path = (config_path or default_config_path()).expanduser().resolve()
-    if config_path is not None and not path.exists():
-        raise ConfigError(f"{path}: no such configuration file (run `./bld init` to write one)")
+    if config_path is not None and not missing_ok and not path.exists():
+        raise ConfigError(f"{path}: no such configuration file (run `code-rag init` to write one)")
     ini = read_ini(path)
     base = path.parent
     paths = ini.get("paths", {})
-    data_dir = (base / Path(paths.get("data", DEFAULT_DATA)).expanduser()).resolve()
+    # The user-wide configuration keeps its data with the user's data, not among its config.
+    default_data = user_data_dir() if is_user_config(path) else DEFAULT_DATA
+    data_dir = (base / Path(paths.get("data", default_data)).expanduser()).resolve()
     projects_path = (base / Path(paths.get("projects", DEFAULT_PROJECTS)).expanduser()).resolve()
 
     server = ServerSettings(**ini.get("server", {}))
@@ -464,14 +481,52 @@ def load_settings(config_path: Path | None = None, *, create_token: bool = True)
     )
 
 
-# --- first run ------------------------------------------------------------------------------
+# --- where an instance lives, and its first run ------------------------------------------------
 
+# The folder above the packages: a checkout when `./bld` runs them (or an editable install),
+# site-packages when installed from a wheel. What the product needs at run time lives inside
+# its packages (this example, the templates, the model), so both forms find it.
 CHECKOUT = Path(__file__).resolve().parent.parent
-INI_EXAMPLE = CHECKOUT / "application.ini.example"
+INI_EXAMPLE = Path(__file__).resolve().parent / "application.ini.example"
+APP_FOLDER = "code-rag"  # under the user's config and data folders
 DEMO_PROJECT = "code_rag"
 # The product's source at any depth (chunkers' tree-sitter queries included) and its docs; of
 # indexer/ only the Python, as the bundled model folder (a 0.5 MB tokenizer.json) is data.
 DEMO_INCLUDE = ["/README.md", "docs/**", "chunkers/**", "indexer/**/*.py", "rag_server/**"]
+# A folder's project name is its own name made a valid one; one that cannot start with a letter
+# gets this in front.
+FOLDER_NAME_PREFIX = "project_"
+
+
+def source_checkout() -> Path | None:
+    """The checkout the code runs from (`./bld`, an editable install), or None when installed."""
+    if (CHECKOUT / "bld").is_file() and (CHECKOUT / "pyproject.toml").is_file():
+        return CHECKOUT
+    return None
+
+
+def _xdg(variable: str, fallback: str) -> Path:
+    value = os.environ.get(variable, "")
+    base = Path(value) if value and Path(value).is_absolute() else Path(fallback).expanduser()
+    return base.resolve() / APP_FOLDER
+
+
+def user_config_dir() -> Path:
+    """Where the installed command keeps its configuration: `$XDG_CONFIG_HOME/code-rag`
+    (default `~/.config/code-rag`)."""
+    return _xdg("XDG_CONFIG_HOME", "~/.config")
+
+
+def user_data_dir() -> Path:
+    """Where the user-wide configuration keeps its data (database, token):
+    `$XDG_DATA_HOME/code-rag` (default `~/.local/share/code-rag`)."""
+    return _xdg("XDG_DATA_HOME", "~/.local/share")
+
+
+def is_user_config(config_path: Path) -> bool:
+    """Whether `config_path` is the user-wide configuration (which `code-rag up` extends with
+    the folder it runs in)."""
+    return config_path == user_config_dir() / DEFAULT_CONFIG_NAME
 
 
 def initial_files(config_path: Path) -> tuple[Path, Path]:
@@ -479,10 +534,14 @@ def initial_files(config_path: Path) -> tuple[Path, Path]:
     return config_path, config_path.parent / DEFAULT_PROJECTS
 
 
-def write_initial_config(config_path: Path, *, force: bool = False) -> list[Path]:
-    """Write `application.ini` (the example) and a `rag-projects.json` that registers this
-    checkout as a small demo project, and save a fresh token under the data folder (where
-    clients and scripts read it: `.data/token`), so no secret sits in the ini.
+def write_initial_config(
+    config_path: Path, *, force: bool = False, folder: Path | None = None
+) -> list[Path]:
+    """Write `application.ini` (the example) and a `rag-projects.json` that registers `folder`
+    as a project named after it (None: this checkout, as a small demo project), and save a
+    fresh token under the data folder (where clients and scripts read it), so no secret sits
+    in the ini. The user-wide configuration keeps its data in the user's data folder; any
+    other, in `.data` beside it.
 
     Existing files are kept unless `force`; returns the files written.
     """
@@ -490,24 +549,92 @@ def write_initial_config(config_path: Path, *, force: bool = False) -> list[Path
     existing = [p for p in (ini_path, projects_path) if p.exists()]
     if existing and not force:
         names = " and ".join(str(p) for p in existing)
-        raise ConfigError(f"{names} already exist: keep them, or run `./bld init --force`")
-    ini_path.parent.mkdir(parents=True, exist_ok=True)
-    ini_path.write_text(INI_EXAMPLE.read_text(encoding="utf-8"), encoding="utf-8")
-    demo = {
-        "projects": {
+        raise ConfigError(f"{names} already exist: keep them, or run `code-rag init --force`")
+    if folder is None:
+        checkout = source_checkout()
+        if checkout is None:
+            raise ConfigError("no folder to index: run `code-rag init` in your project's folder")
+        projects: dict[str, Any] = {
             DEMO_PROJECT: {
-                "roots": [str(CHECKOUT)],
+                "roots": [str(checkout)],
                 # code-rag's own source and docs (about 1,000 chunks): a first `./bld up`
                 # answers by name and keyword once the rows are in, seconds after the start,
                 # and embeds the vectors in the background.
                 "include": DEMO_INCLUDE,
             }
         }
-    }
-    projects_path.write_text(json.dumps(demo, indent=2) + "\n", encoding="utf-8")
+    else:
+        folder = folder.resolve()
+        problem = folder_problem(folder)
+        if problem:
+            raise ConfigError(problem)
+        projects = {folder_project_name(folder, ()): {"roots": [str(folder)]}}
+    ini = INI_EXAMPLE.read_text(encoding="utf-8")
     data_dir = ini_path.parent / DEFAULT_DATA
+    if is_user_config(ini_path):
+        data_dir = user_data_dir()
+        ini = ini.replace(f"\ndata = {DEFAULT_DATA}\n", f"\ndata = {data_dir}\n")
+    ini_path.parent.mkdir(parents=True, exist_ok=True)
+    ini_path.write_text(ini, encoding="utf-8")
+    _write_json(projects_path, {"projects": projects})
     ensure_token(data_dir, fresh=True)
     return [ini_path, projects_path, data_dir / TOKEN_FILE]
+
+
+def folder_problem(folder: Path) -> str | None:
+    """Why `folder` cannot be indexed as a project of its own (None: it can)."""
+    if folder == Path.home().resolve() or folder.parent == folder:
+        which = "the filesystem's root" if folder.parent == folder else "your home folder"
+        return (
+            f"{folder} is {which}, not a project: run `code-rag up` in a project's folder, "
+            f"or list the folders to index in rag-projects.json (docs/usage.md)"
+        )
+    return None
+
+
+def folder_project_name(folder: Path, taken: Collection[str]) -> str:
+    """The project name of `folder`: its own name in lowercase letters, digits and underscores
+    (`My-App` -> `my_app`), numbered when `taken` holds it already."""
+    base = re.sub(r"[^a-z0-9]+", "_", folder.name.lower()).strip("_")
+    if not base[:1].isalpha():
+        base = FOLDER_NAME_PREFIX + base
+    base = base.rstrip("_")[:56]
+    if project_name_problem(base):  # `public`, `pg_*`
+        base = FOLDER_NAME_PREFIX + base
+    name, n = base, 2
+    while name in taken:
+        name, n = f"{base}_{n}", n + 1
+    return name
+
+
+def add_folder_project(settings: Settings, folder: Path) -> str | None:
+    """Register `folder` in the settings' projects file as a project named after it and return
+    the name; None when a project already covers it (it is one of its roots, or inside one).
+    The file's other contents are kept; it is replaced whole, so a running server never reads
+    half of it."""
+    folder = folder.resolve()
+    for project in settings.projects.values():
+        if any(folder.is_relative_to(root.path) for root in project.roots):
+            return None
+    problem = folder_problem(folder)
+    if problem:
+        raise ConfigError(problem)
+    path = settings.projects_path
+    document: dict[str, Any] = {"projects": {}}
+    if path.exists():
+        document = json.loads(path.read_text(encoding="utf-8"))  # read_projects checked it
+        document.setdefault("projects", {})
+    name = folder_project_name(folder, [*document["projects"], *settings.groups])
+    document["projects"][name] = {"roots": [str(folder)]}
+    _write_json(path, document)
+    return name
+
+
+def _write_json(path: Path, document: dict[str, Any]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_name(f".{path.name}.partial")
+    partial.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
+    partial.replace(path)
 
 
 # --- what the settings build -------------------------------------------------------------------

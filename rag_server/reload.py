@@ -60,7 +60,7 @@ class ProjectsFile:
     def _run(self) -> None:
         acted = _digest(self.path)
         if acted is not None:
-            # The settings were read a moment ago (for `./bld up`, before its sweeps): an edit
+            # The settings were read a moment ago (for `code-rag up`, before its sweeps): an edit
             # made since then applies now; the same content changes nothing.
             self._act()
         pending = acted

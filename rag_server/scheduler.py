@@ -6,7 +6,7 @@ never swept before, or whose last sweep did not end (killed, stopped, failed), h
 run at start-up, the others one interval after it; the first runs of a start write rows only,
 and the background vectors wait for all of them (`VectorWorker.hold`): every project's rows
 first, then the vectors. A scheduled run that finds the project sweeping already (an admin
-reindex, or `./bld scan` holding the advisory lock) is skipped, not queued. The jobs follow
+reindex, or `code-rag scan` holding the advisory lock) is skipped, not queued. The jobs follow
 the projects file (`Service.apply`): a project added is planned as at start-up, a project
 changed is swept at once (its roots or globs are new), a project removed loses its jobs.
 """

@@ -174,7 +174,7 @@ def test_init_writes_once_and_never_overwrites_without_force(tmp_path: Path) -> 
     assert token.strip() not in ini  # the secret stays out of the ini
     again = bld(tmp_path, "init")
     assert again.returncode == 1
-    assert "already exist: keep them, or run `./bld init --force`" in again.stderr
+    assert "already exist: keep them, or run `code-rag init --force`" in again.stderr
     assert (tmp_path / "application.ini").read_text() == ini
     assert token_file.read_text() == token
     forced = bld(tmp_path, "init", "--force")
@@ -186,7 +186,7 @@ def test_every_command_has_help_with_an_example(tmp_path: Path) -> None:
     for command in ("scan", "status", "search", "reindex", "init"):
         result = bld(tmp_path, command, "--help")
         assert result.returncode == 0
-        assert "Example: ./bld " + command in result.stdout.replace("\n", " "), command
+        assert "Example: code-rag " + command in result.stdout.replace("\n", " "), command
 
 
 def test_full_scan_rereads_every_file_and_embeds_only_new_text(

@@ -25,7 +25,7 @@ RUN_AND_REPORT = textwrap.dedent(
     from rag_server.cli import app
     code = 0
     try:
-        app(sys.argv[1:], prog_name="bld")
+        app(sys.argv[1:], prog_name="code-rag")
     except SystemExit as exc:
         code = exc.code or 0
     watched = {watched!r}

@@ -14,8 +14,15 @@ from rag_server.config import (
     DEFAULT_EF_SEARCH,
     DEFAULT_FILES_PER_COMMIT,
     DEFAULT_PORT,
+    add_folder_project,
+    default_config_path,
+    folder_project_name,
     load_settings,
     make_settings_embedder,
+    source_checkout,
+    user_config_dir,
+    user_data_dir,
+    write_initial_config,
 )
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -239,7 +246,7 @@ def test_duplicate_root_labels(tmp_path: Path) -> None:
 def test_explicit_missing_config_file(tmp_path: Path) -> None:
     missing = tmp_path / "nope.ini"
     assert error_of(missing) == (
-        f"{missing}: no such configuration file (run `./bld init` to write one)"
+        f"{missing}: no such configuration file (run `code-rag init` to write one)"
     )
 
 
@@ -275,3 +282,75 @@ def test_groups_name_configured_projects(tmp_path: Path) -> None:
 )
 def test_a_bad_group_names_the_fix(tmp_path: Path, groups: object, message: str) -> None:
     assert message in error_of(_with_groups(tmp_path, groups))
+
+
+# --- where an instance lives: a checkout, a folder, the user's own ---------------------------
+
+
+def test_a_folder_is_named_as_a_project_may_be() -> None:
+    # A folder's name becomes a valid schema name; a taken one is numbered.
+    assert folder_project_name(Path("/src/Shop-API"), ()) == "shop_api"
+    assert folder_project_name(Path("/src/2048 game"), ()) == "project_2048_game"
+    assert folder_project_name(Path("/src/pg_tools"), ()) == "project_pg_tools"
+    assert folder_project_name(Path("/src/public"), ()) == "project_public"
+    assert folder_project_name(Path("/src/shop"), ("shop", "shop_2")) == "shop_3"
+    assert len(folder_project_name(Path("/src/" + "a" * 90), ())) <= 63
+
+
+def test_the_user_folders_follow_xdg(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    assert user_config_dir() == tmp_path / "config" / "code-rag"
+    assert user_data_dir() == tmp_path / "data" / "code-rag"
+    # A relative value is not a base folder (the XDG rule): the default under $HOME applies.
+    monkeypatch.setenv("XDG_DATA_HOME", "relative")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert user_data_dir() == tmp_path / "home" / ".local" / "share" / "code-rag"
+
+
+def test_a_checkout_reads_the_current_folders_config(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Run from this checkout, the default is the current folder's application.ini (where
+    # `./bld up` writes one); CODE_RAG_CONFIG names another.
+    assert source_checkout() == ROOT
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("CODE_RAG_CONFIG", raising=False)
+    assert default_config_path() == tmp_path / "application.ini"
+    monkeypatch.setenv("CODE_RAG_CONFIG", str(tmp_path / "other.ini"))
+    assert default_config_path() == tmp_path / "other.ini"
+
+
+def test_the_user_config_registers_folders_and_keeps_data_apart(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    shop, billing = tmp_path / "src" / "shop", tmp_path / "src" / "billing"
+    for folder in (shop / "api", billing):
+        folder.mkdir(parents=True)
+        (folder / "main.py").write_text("x = 1\n", encoding="utf-8")
+    ini = user_config_dir() / "application.ini"
+    written = write_initial_config(ini, folder=shop)
+    assert written[-1] == tmp_path / "data" / "code-rag" / "token"
+    settings = load_settings(ini)
+    # The data (database, token) lives with the user's data, never among the config.
+    assert settings.data_dir == tmp_path / "data" / "code-rag"
+    assert [r.path for r in settings.projects["shop"].roots] == [shop]
+    # A folder inside a project is that project; another folder joins as a project of its
+    # own, and the file's other contents stay.
+    assert add_folder_project(settings, shop / "api") is None
+    document = json.loads(settings.projects_path.read_text(encoding="utf-8"))
+    document["groups"] = {"everything": ["shop"]}
+    settings.projects_path.write_text(json.dumps(document), encoding="utf-8")
+    assert add_folder_project(load_settings(ini), billing) == "billing"
+    settings = load_settings(ini)
+    assert sorted(settings.projects) == ["billing", "shop"]
+    assert settings.groups == {"everything": ("shop",)}
+    # A home folder is no project: the error says what to do instead.
+    monkeypatch.setenv("HOME", str(tmp_path))
+    with pytest.raises(ConfigError, match="is your home folder, not a project: run `code-rag up`"):
+        add_folder_project(settings, tmp_path)
+    # The user's config missing altogether: the defaults, with the data still the user's.
+    (user_config_dir() / "application.ini").unlink()
+    assert load_settings(ini, missing_ok=True).data_dir == tmp_path / "data" / "code-rag"

@@ -240,7 +240,7 @@ def test_missing_model_directory_says_what_to_set(tmp_path: Path) -> None:
 
 def test_sentence_transformers_directory_says_to_export_it(tmp_path: Path) -> None:
     (tmp_path / "modules.json").write_text("[]", encoding="utf-8")
-    with pytest.raises(ModelNotFound, match=re.escape("export it with `./bld model export")):
+    with pytest.raises(ModelNotFound, match=re.escape("export it with `code-rag model export")):
         LocalEmbedder(model=str(tmp_path))
 
 
@@ -249,7 +249,7 @@ def test_broken_manifest_or_model_says_to_re_export(tmp_path: Path) -> None:
     shutil.copytree(bundled_model_dir(), broken)
     (broken / MANIFEST_FILE).write_text('{"name": "x"}', encoding="utf-8")
     with pytest.raises(
-        ModelNotFound, match=re.escape("re-export the model with `./bld model export")
+        ModelNotFound, match=re.escape("re-export the model with `code-rag model export")
     ):
         LocalEmbedder(model=str(broken))
     manifest = json.loads((bundled_model_dir() / MANIFEST_FILE).read_text(encoding="utf-8"))

@@ -76,7 +76,7 @@ def test_search_against_another_model_fails_with_both_names_and_the_fix() -> Non
     message = str(caught.value)
     assert "ollama nomic-embed-text:v1.5 (768-d)" in message
     assert "local all-MiniLM-L6-v2 (384-d)" in message
-    assert "run `./bld scan shop --full` to re-embed" in message
+    assert "run `code-rag scan shop --full` to re-embed" in message
     assert caught.value.code == "model_mismatch"
 
 
@@ -195,5 +195,5 @@ def test_an_index_of_the_retired_torch_model_asks_for_a_rescan_only() -> None:
         ensure_same_model(old, new, "shop")
     assert caught.value.message == (
         "project 'shop' was indexed with local all-MiniLM-L6-v2 (384-d), but the embedder is now "
-        "local all-MiniLM-L6-v2-int8 (384-d): run `./bld scan shop --full` to re-embed it"
+        "local all-MiniLM-L6-v2-int8 (384-d): run `code-rag scan shop --full` to re-embed it"
     )

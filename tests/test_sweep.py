@@ -264,7 +264,7 @@ def test_model_change_reembeds_everything_never_mixing(
     sweep(database, project, embedder)
     with OllamaStandin(models=[StandinModel(name="mxbai-embed-large", dimension=1024)]) as other:
         big = make_embedder("ollama", "mxbai-embed-large", other.url)
-        with pytest.raises(ModelMismatch, match=r"run `./bld scan .* --full`"):
+        with pytest.raises(ModelMismatch, match=r"run `code-rag scan .* --full`"):
             search_code(database, project, big, "invoice total")
         conn.rollback()
         report = sweep(database, project, big)

@@ -332,7 +332,7 @@ def test_add_with_a_taken_or_bad_name_and_revoke_of_an_unknown_name_fail_clearly
     assert bad.exit_code == 1 and "error: token name 'no spaces' is not valid" in bad.output
     unknown = run(workspace, "token", "revoke", "desktop")
     assert unknown.exit_code == 1
-    assert "error: no token is named 'desktop': ./bld token list shows" in unknown.output
+    assert "error: no token is named 'desktop': code-rag token list shows" in unknown.output
     revoked = run(workspace, "token", "revoke", "laptop")
     assert revoked.exit_code == 0 and "revoked token laptop" in revoked.output
 

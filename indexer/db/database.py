@@ -295,7 +295,7 @@ def _ensure_shared_cache(conn: psycopg.Connection[Any], where: str) -> None:
 
 
 def _ensure_access_tokens(conn: psycopg.Connection[Any], where: str) -> None:
-    """The table of tokens made for a project or a group (`./bld token add`); a user that may
+    """The table of tokens made for a project or a group (`code-rag token add`); a user that may
     not create it goes without them (the server token still opens everything), said in the log.
     One made by the database's owner is used as it is."""
     if conn.execute(statements.ACCESS_TOKENS_READY).fetchone() == (True,):

@@ -1,6 +1,6 @@
 """The embedding wing: the embedder interface and the model bookkeeping (`embedder`), the
 local ONNX model (`local`), Ollama (`ollama`), the factory that picks one by provider name,
-the model folder with its manifest, and the exporter (`./bld model export`, the only place
+the model folder with its manifest, and the exporter (`code-rag model export`, the only place
 torch is loaded). Providers are imported on demand: a process that never embeds never loads
 ONNX Runtime.
 """

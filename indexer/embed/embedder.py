@@ -89,7 +89,7 @@ class EmbeddingModel:
         except (KeyError, TypeError) as exc:
             raise InvalidArgument(
                 f"the recorded embedding model {data!r} lacks provider, model or dimension: "
-                "re-embed the project with `./bld scan <project> --full`"
+                "re-embed the project with `code-rag scan <project> --full`"
             ) from exc
         ok = (
             isinstance(provider, str)
@@ -276,7 +276,8 @@ def mismatch_message(recorded: EmbeddingModel, current: EmbeddingModel, project:
     else:
         what = f"with {recorded.describe()}, but the embedder is now {current.describe()}"
     rescan = (
-        f"project {project!r} was indexed {what}: run `./bld scan {project} --full` to re-embed it"
+        f"project {project!r} was indexed {what}: run `code-rag scan {project} --full` "
+        "to re-embed it"
     )
     if recorded.provider == current.provider == PROVIDER_LOCAL and recorded.model != current.model:
         # Another local model may not be on this machine any more (bundled models change with

@@ -1,4 +1,4 @@
-"""`./bld model export`: a sentence-transformers model directory → an ONNX model directory.
+"""`code-rag model export`: a sentence-transformers model directory → an ONNX model directory.
 
 The result is the layout the local embedder runs (`indexer/embed/model_dir.py`): the transformer
 exported with `torch.onnx.export` (TorchScript exporter, opset 17, dynamic batch and sequence
@@ -88,9 +88,9 @@ def resolve_source(source: str) -> Path:
 
 def _needs_extra(what: str) -> str:
     return (
-        f"model export needs {what}, from code-rag's `export` extra: run "
-        "`.venv/bin/python -m pip install torch==2.13.0 && .venv/bin/python -m pip install "
-        "-e '.[export]'` (torch first and pinned), or use `./bld model export`, which does it"
+        f"model export needs {what}, from code-rag's `export` extra: install it beside "
+        "code-rag (`pip install torch==2.13.0 'code-rag[export]'`: torch first and pinned), "
+        "or in a checkout run `./bld model export`, which does it"
     )
 
 

@@ -2,7 +2,7 @@
 
 The default model is code-minilm-l6-v2 (384-d: all-MiniLM-L6-v2 tuned on code, see
 docs/model-card.md), exported to int8 and shipped inside this package (`indexer/embed/models/`,
-with all-MiniLM-L6-v2 itself); any directory written by `./bld model export` can be configured
+with all-MiniLM-L6-v2 itself); any directory written by `code-rag model export` can be configured
 instead (see `model_dir.py`). Nothing here imports torch: `onnxruntime`, `tokenizers` and numpy
 are all it takes, and they are imported only when the model is first used. The identity comes
 from the model's manifest, so a sweep with nothing to embed never loads the model.
@@ -88,8 +88,8 @@ class ModelRuntime:
         except ImportError as exc:
             raise EmbedderUnavailable(
                 f"the local embedder needs onnxruntime and tokenizers ({exc}): reinstall "
-                "code-rag (`./bld --help` does), or set provider = ollama under [embedding] in "
-                "application.ini"
+                "code-rag (`pip install code-rag`; in a checkout `./bld --help` does), or set "
+                "provider = ollama under [embedding] in application.ini"
             ) from exc
         self.path = path
         self.manifest = manifest
@@ -100,7 +100,7 @@ class ModelRuntime:
         except Exception as exc:  # tokenizers raises a bare Exception on a bad file
             raise ModelNotFound(
                 f"cannot read {path / TOKENIZER_FILE} ({exc}): re-export the model with "
-                "`./bld model export SRC DEST`"
+                "`code-rag model export SRC DEST`"
             ) from exc
         # The tokenizer.json of a hub model may cut at 128 and pad to a fixed length: the window
         # and the padding are ours to choose. `tokenizer` counts and splits (no limit);
@@ -175,7 +175,7 @@ class ModelRuntime:
         except Exception as exc:  # onnxruntime's own error types are not importable stably
             raise ModelNotFound(
                 f"cannot load {self.path / MODEL_FILE} ({exc}): re-export the model with "
-                "`./bld model export SRC DEST`"
+                "`code-rag model export SRC DEST`"
             ) from exc
         names = {i.name for i in session.get_inputs()}
         if "input_ids" not in names:

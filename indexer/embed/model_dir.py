@@ -3,7 +3,7 @@
 A model directory holds `model.onnx` (the transformer, token ids in, token vectors out),
 `tokenizer.json` (a `tokenizers` tokenizer, without truncation or padding: the embedder windows
 and pads itself) and `manifest.json` (`ModelManifest`: name, dimension, window, pooling,
-normalisation, prefixes). `./bld model export` writes one from a sentence-transformers model;
+normalisation, prefixes). `code-rag model export` writes one from a sentence-transformers model;
 the default, code-minilm-l6-v2 (all-MiniLM-L6-v2 tuned on code, int8), ships inside this
 package under `indexer/embed/models/`, beside all-MiniLM-L6-v2 (int8) itself.
 
@@ -69,7 +69,7 @@ class ModelManifest:
         def bad(what: str) -> ModelNotFound:
             return ModelNotFound(
                 f"{where} is not a usable model manifest ({what}): re-export the model with "
-                "`./bld model export SRC DEST`"
+                "`code-rag model export SRC DEST`"
             )
 
         if not isinstance(data, Mapping):
@@ -113,7 +113,7 @@ def read_manifest(directory: Path) -> ModelManifest:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise ModelNotFound(
-            f"cannot read {path} ({exc}): re-export the model with `./bld model export SRC DEST`"
+            f"cannot read {path} ({exc}): re-export the model with `code-rag model export SRC DEST`"
         ) from None
     return ModelManifest.from_dict(data, str(path))
 
@@ -129,7 +129,7 @@ def is_sentence_transformers_dir(path: Path) -> bool:
 def resolve_model_dir(model: str | None) -> Path:
     """The ONNX model directory for a configured `model`: None, "" or a bundled model's name
     (directory or manifest name, e.g. "all-MiniLM-L6-v2") mean that bundled model; anything else
-    is a path to a directory written by `./bld model export`. Only files are checked here."""
+    is a path to a directory written by `code-rag model export`. Only files are checked here."""
     if model in (None, ""):
         path = bundled_model_dir()
     elif (BUNDLED_MODELS / str(model)).is_dir():
@@ -142,12 +142,12 @@ def resolve_model_dir(model: str | None) -> Path:
     if is_sentence_transformers_dir(path):
         raise ModelNotFound(
             f"{str(path)!r} is a sentence-transformers model, which the local embedder no longer "
-            f"runs directly: export it with `./bld model export {path} DEST` and set model = DEST "
-            "under [embedding] in application.ini"
+            f"runs directly: export it with `code-rag model export {path} DEST` and set "
+            "model = DEST under [embedding] in application.ini"
         )
     raise ModelNotFound(
         f"no ONNX model in {str(path)!r} (missing {', '.join(missing)}): set model under "
-        "[embedding] in application.ini to a directory written by `./bld model export`, or "
+        "[embedding] in application.ini to a directory written by `code-rag model export`, or "
         f"leave it empty for the bundled {DEFAULT_LOCAL_MODEL}"
     )
 

@@ -5,7 +5,7 @@ navigation by name (`symbols`) and by exact text (`text`, with the strings a reg
 `needles`), and the caches a server keeps across searches (query vectors, term statistics).
 
 The face loads each module when one of its names is first used: the configuration reads
-`DEFAULT_EF_SEARCH` without loading the search, and `./bld scan` never loads it.
+`DEFAULT_EF_SEARCH` without loading the search, and `code-rag scan` never loads it.
 """
 
 from __future__ import annotations

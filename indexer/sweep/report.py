@@ -1,6 +1,6 @@
 """What a sweep reports: its progress while it runs, and its report when it ends.
 
-The report is stored as JSON in `rag_sweep` and shown by `./bld status`, the admin `status`
+The report is stored as JSON in `rag_sweep` and shown by `code-rag status`, the admin `status`
 call and the `index_status` tool; the progress goes to a terminal on long sweeps.
 """
 

@@ -1,4 +1,5 @@
-"""The `./bld` command line: a thin Typer shell over the functions the server uses.
+"""The `code-rag` command line (`./bld` in a checkout): a thin Typer shell over the functions
+the server uses.
 
 Each command parses its options, calls into the packages, prints one clear line on a known
 error (`RagError`, through `common.user_errors`) and exits non-zero. Tracebacks are for bugs,
@@ -33,7 +34,7 @@ from rag_server.cli.tokens import token_app
 __all__ = ["app", "main"]
 
 app = typer.Typer(
-    name="bld",
+    name="code-rag",
     help="code-rag: local code search for coding agents.",
     no_args_is_help=True,
     add_completion=False,
@@ -72,6 +73,6 @@ def main() -> None:
     # `error:` line says what happened and what to do.
     logging.getLogger("psycopg.pool").setLevel(logging.ERROR)
     try:
-        app(prog_name="bld")
+        app(prog_name="code-rag")
     finally:
         gc.freeze()

@@ -23,7 +23,8 @@ def admin_call(settings: Settings, method: str, params: dict[str, Any]) -> Any:
             response = client.post(url, json=body, headers={"X-RAG-Token": settings.server.token})
     except httpx.ConnectError:
         raise RagError(
-            f"no code-rag server answers at {url}: start it with `./bld serve` (or `./bld up`)"
+            f"no code-rag server answers at {url}: start it with "
+            "`code-rag serve` (or `code-rag up`)"
         ) from None
     except httpx.HTTPError as exc:
         raise RagError(f"the server at {url} did not answer properly: {exc}") from None

@@ -1,4 +1,4 @@
-"""What the `./bld` commands share: the `--config` option, the filter and budget options,
+"""What the `code-rag` commands share: the `--config` option, the filter and budget options,
 opening the database, and the one translation of our errors into a line on stderr and exit
 code 1."""
 

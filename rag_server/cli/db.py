@@ -1,4 +1,4 @@
-"""`./bld db`: the database the commands and the server use, embedded or configured."""
+"""`code-rag db`: the database the commands and the server use, embedded or configured."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ db_app = typer.Typer(help="The database: embedded or configured PostgreSQL.", no
 def db_status(config: ConfigOption = None) -> None:
     """Start (or reach) the database and show its versions and the project schemas in it.
 
-    Example: ./bld db status
+    Example: code-rag db status
     """
     with user_errors():
         settings = settings_from(config)
@@ -31,4 +31,4 @@ def db_status(config: ConfigOption = None) -> None:
                 note = "" if name in configured else "  (not in the projects file)"
                 typer.echo(f"  {name:<24} {s.files:>8,} files {s.chunks:>10,} chunks{note}")
             for name in sorted(configured - set(names)):
-                typer.echo(f"  {name:<24} not indexed yet: run ./bld scan {name}")
+                typer.echo(f"  {name:<24} not indexed yet: run code-rag scan {name}")

@@ -10,7 +10,9 @@ from pathlib import Path
 
 import typer
 
-ROOT = Path(__file__).resolve().parents[2]
+from indexer.errors import RagError
+from rag_server.cli.common import user_errors
+from rag_server.config import source_checkout
 
 # `test` hands every argument it does not know to pytest.
 PASS_THROUGH = {"allow_extra_args": True, "ignore_unknown_options": True}
@@ -27,15 +29,28 @@ def browser_note() -> str | None:
     return "bld: the browser tests are skipped: install Chromium with apt-get install -y chromium"
 
 
+def _checkout() -> Path:
+    """The checkout whose tests run; an installed code-rag has none, and says where they are."""
+    with user_errors():
+        root = source_checkout()
+        if root is None:
+            raise RagError(
+                "the tests and checks run from a checkout of code-rag's source: clone it and "
+                "run ./bld test there"
+            )
+        return root
+
+
 def test(ctx: typer.Context) -> None:
     """Run the whole test suite (extra arguments go to pytest).
 
     Example: ./bld test -k config -x
     """
+    root = _checkout()
     note = browser_note()
     if note is not None:
         typer.echo(note, err=True)
-    raise typer.Exit(subprocess.call([sys.executable, "-m", "pytest", *ctx.args], cwd=ROOT))
+    raise typer.Exit(subprocess.call([sys.executable, "-m", "pytest", *ctx.args], cwd=root))
 
 
 def check() -> None:
@@ -43,12 +58,13 @@ def check() -> None:
 
     Example: ./bld check
     """
+    root = _checkout()
     for step in (
         [sys.executable, "-m", "ruff", "check", "."],
         [sys.executable, "-m", "ruff", "format", "--check", "."],
         [sys.executable, "-m", "mypy"],
         [sys.executable, "-m", "pytest"],
     ):
-        code = subprocess.call(step, cwd=ROOT)
+        code = subprocess.call(step, cwd=root)
         if code:
             raise typer.Exit(code)

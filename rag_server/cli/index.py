@@ -60,7 +60,7 @@ def scan(
     0 done; 1 error (a project that failed is named, the others went on); 3 some files
     failed (listed; retried next sweep); 4 a drop was refused.
 
-    Example: ./bld scan all --dry-run
+    Example: code-rag scan all --dry-run
     """
     from rag_server.reconcile import reconcile
 
@@ -192,7 +192,10 @@ def _dry_run(settings: Settings, projects: list[Project]) -> None:
 
 def _print_statuses(statuses: list[dict[str, Any]], settings: Settings) -> None:
     if not statuses:
-        typer.echo(f"no projects in {settings.projects_path}: run ./bld init, or add one")
+        typer.echo(
+            f"no projects in {settings.projects_path}: run `code-rag up` in your "
+            "project's folder, or add one there"
+        )
     for i, s in enumerate(statuses):
         if i:
             typer.echo("")
@@ -214,7 +217,7 @@ def status(
 
     Reads the database, so it works whether the server runs or not.
 
-    Example: ./bld status code_rag --json
+    Example: code-rag status code_rag --json
     """
     with user_errors():
         settings = settings_from(config)
@@ -261,7 +264,7 @@ def reindex(
 
     The same call as `curl ... -d '{"method": "reindex", ...}'` in docs/mcp.md.
 
-    Example: ./bld reindex all
+    Example: code-rag reindex all
     """
     from rag_server.cli.admin_client import admin_call
 

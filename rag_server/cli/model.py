@@ -1,4 +1,4 @@
-"""`./bld model`: local embedding models, exported from sentence-transformers to the ONNX
+"""`code-rag model`: local embedding models, exported from sentence-transformers to the ONNX
 layout the local embedder runs."""
 
 from __future__ import annotations
@@ -44,10 +44,10 @@ def model_export(
     """Export a sentence-transformers model to the ONNX layout the local embedder runs
     (model.onnx, tokenizer.json, manifest.json), then check it against the source model.
 
-    Needs torch (the `export` extra; ./bld installs it for this command). Use the result
-    with `model = DESTINATION` under [embedding] in application.ini.
+    Needs torch (the `export` extra; in a checkout ./bld installs it for this command).
+    Use the result with `model = DESTINATION` under [embedding] in application.ini.
 
-    Example: ./bld model export all-MiniLM-L6-v2 /tmp/minilm-int8 --int8
+    Example: code-rag model export all-MiniLM-L6-v2 /tmp/minilm-int8 --int8
     """
     with user_errors():
         from indexer.embed import export_model  # torch: only here, only now

@@ -1,4 +1,4 @@
-"""The navigation commands of `./bld`: `symbols`, `outline`, `grep` and `refs`, the CLI faces
+"""The navigation commands of `code-rag`: `symbols`, `outline`, `grep` and `refs`, the CLI faces
 of the `find_symbol`, `get_outline`, `grep` and `find_references` tools (`--json` prints the
 tool's object, at the `--detail` and within the `--max-chars` given)."""
 
@@ -57,7 +57,7 @@ def symbols(
 ) -> None:
     """Where a symbol is defined: `repo/path:start-end  kind  qualified name  signature`.
 
-    Example: ./bld symbols code_rag sweep_project --detail full
+    Example: code-rag symbols code_rag sweep_project --detail full
     """
     from indexer.search import find_symbol
 
@@ -102,7 +102,7 @@ def outline(
 ) -> None:
     """What a file defines, as an indented tree: `start-end  kind  name  signature`.
 
-    Example: ./bld outline code_rag code-rag indexer/sweep/run.py
+    Example: code-rag outline code_rag code-rag indexer/sweep/run.py
     """
     from indexer.search import get_outline
 
@@ -157,7 +157,7 @@ def grep(
 ) -> None:
     """Every indexed line containing the text, as `repo/path:line: text`.
 
-    Example: ./bld grep code_rag "compare_digest" --detail full
+    Example: code-rag grep code_rag "compare_digest" --detail full
     """
     from indexer.search import grep as grep_text
 
@@ -191,7 +191,7 @@ def refs(
 ) -> None:
     """Every line using the identifier (its definitions left out), as `repo/path:line: text`.
 
-    Example: ./bld refs code_rag sweep_project
+    Example: code-rag refs code_rag sweep_project
     """
     from indexer.search import find_references
 

@@ -1,4 +1,4 @@
-"""`./bld search`: the CLI face of the `search_code` tool, hits ranked as the tool ranks them."""
+"""`code-rag search`: the CLI face of the `search_code` tool, hits ranked as the tool ranks them."""
 
 from __future__ import annotations
 
@@ -50,7 +50,7 @@ def search(
     """Search a project, or a group of projects as one, and print ranked hits as
     `repo/path:start-end  symbol  score` (over a group, `project:repo/path...`).
 
-    Example: ./bld search code_rag "where are files hashed" --top-k 5 --detail full
+    Example: code-rag search code_rag "where are files hashed" --top-k 5 --detail full
     """
     from indexer.search import search_code
 

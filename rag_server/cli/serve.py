@@ -7,6 +7,7 @@ each project and the address of the web pages, and say so when they are a read r
 from __future__ import annotations
 
 import logging
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -16,11 +17,14 @@ from rag_server.cli.common import ConfigOption, settings_from, user_errors
 from rag_server.cli.render import MODEL_FREE_LINE, SweepPrinter, describe_report
 from rag_server.config import (
     Settings,
+    add_folder_project,
     default_config_path,
+    is_user_config,
     load_settings,
     make_settings_embedder,
     mcp_url,
     server_url,
+    source_checkout,
     sweep_options,
     write_initial_config,
 )
@@ -45,7 +49,7 @@ def _print_replica_line(settings: Settings) -> None:
         )
 
 
-def _print_connect_lines(settings: Settings) -> None:
+def _print_connect_lines(settings: Settings, *, here: bool = True) -> None:
     from rag_server.app import exposure_warning
     from rag_server.web import WEB_PATH
 
@@ -60,11 +64,12 @@ def _print_connect_lines(settings: Settings) -> None:
             f"  claude mcp add --transport http {name} {mcp_url(settings, name)} "
             f'--header "X-RAG-Token: {token}"'
         )
-    typer.echo("Then `claude mcp list` shows it as connected. Ctrl-C stops the server.")
+    stop = " Ctrl-C stops the server." if here else ""
+    typer.echo(f"Then `claude mcp list` shows it as connected.{stop}")
     pages = server_url(settings, f"{WEB_PATH}/")
     typer.echo(f"Web pages: {pages} (status and search in a browser; sign in with the token)")
     typer.echo(
-        "That is the server's token, which opens everything: `./bld token add <project|group>` "
+        "That is the server's token, which opens everything: `code-rag token add <project|group>` "
         "makes one that opens only that project or group."
     )
     typer.echo("")
@@ -82,7 +87,7 @@ def serve(
     Edits of rag-projects.json apply while it runs. With [indexer] enabled = false it is a
     read replica: it only answers, from a database another server indexes.
 
-    Example: ./bld serve --port 17081
+    Example: code-rag serve --port 17081
     """
     import dataclasses
 
@@ -98,7 +103,9 @@ def serve(
         settings = dataclasses.replace(settings, server=server)
         check_port_free(settings)
         if not settings.projects:
-            typer.echo(f"note: no projects in {settings.projects_path} yet (./bld init writes one)")
+            typer.echo(
+                f"note: no projects in {settings.projects_path} yet (code-rag init writes one)"
+            )
         _print_replica_line(settings)
         if settings.embedding.model_free:
             typer.echo(MODEL_FREE_LINE)
@@ -111,11 +118,16 @@ def up(
     port: Annotated[int | None, typer.Option(help="Port (default: [server] port).")] = None,
     config: ConfigOption = None,
 ) -> None:
-    """Everything on a fresh machine: write the config if missing (this checkout as a small demo
-    project), start the database, sweep with progress, then serve and print the exact
-    `claude mcp add` line.
+    """Everything at once, in the folder you work in: index it as a project named after it,
+    start the database, sweep with progress, then serve and print the exact `claude mcp add`
+    line.
 
-    Example: ./bld up
+    Installed, the configuration is your own (~/.config/code-rag, data in
+    ~/.local/share/code-rag) unless the folder has an application.ini; each folder `up` runs
+    in joins it, and a server already running picks it up. Run from a checkout of code-rag,
+    it writes application.ini there with the checkout as a small demo project.
+
+    Example: cd ~/src/shop && code-rag up
     """
     import dataclasses
 
@@ -125,10 +137,17 @@ def up(
 
     with user_errors():
         target = (config or default_config_path()).expanduser().resolve()
+        # Installed, the folder it runs in is the project; a checkout's demo is the checkout.
+        folder = Path.cwd() if source_checkout() is None else None
         if not any(path.exists() for path in initial_files(target)):
-            for written in write_initial_config(target):
+            for written in write_initial_config(target, folder=folder):
                 typer.echo(f"wrote {written}")
-        settings = load_settings(target)
+        settings = load_settings(target, missing_ok=True)
+        if folder is not None and config is None and is_user_config(target):
+            added = add_folder_project(settings, folder)
+            if added is not None:
+                typer.echo(f"added {folder} to {settings.projects_path} as project {added}")
+                settings = load_settings(target, missing_ok=True)
         if port is not None:
             settings = dataclasses.replace(
                 settings, server=dataclasses.replace(settings.server, port=port)
@@ -136,8 +155,10 @@ def up(
         if not settings.projects:
             raise RagError(
                 f"no projects in {settings.projects_path}: add one (see "
-                "rag-projects.json.example), then run ./bld up again"
+                "rag-projects.json.example), then run code-rag up again"
             )
+        if _already_serving(settings):
+            return
         check_port_free(settings)
         if not settings.indexer.enabled:  # a replica sweeps nothing: it serves at once
             _print_replica_line(settings)
@@ -171,24 +192,45 @@ def up(
                 typer.echo(
                     f"{project.name}: searchable now by keyword, name and exact text; its "
                     "vectors are embedded in the background while the server answers "
-                    "(./bld status shows how far)"
+                    "(code-rag status shows how far)"
                 )
         _print_connect_lines(settings)
         _server_logging()
         serve_forever(settings, database=db, embedder=embedder)
 
 
+def _already_serving(settings: Settings) -> bool:
+    """Whether this configuration's server runs already (`code-rag up` in a second folder): it
+    follows the projects file, so what `up` added is indexed there; say so and how to
+    connect, instead of failing on the taken port."""
+    from rag_server.cli.admin_client import admin_call
+
+    try:
+        admin_call(settings, "status", {})
+    except RagError:
+        return False
+    typer.echo(
+        f"code-rag already serves this configuration at {server_url(settings, '/')}: it "
+        f"follows {settings.projects_path}, so every project there is indexed and served "
+        "(code-rag status shows how far)"
+    )
+    _print_connect_lines(settings, here=False)
+    return True
+
+
 def init(
     force: Annotated[bool, typer.Option("--force", help="Overwrite existing files.")] = False,
     config: ConfigOption = None,
 ) -> None:
-    """Write application.ini (with a fresh token) and rag-projects.json (this checkout as a demo
-    project) from the examples; existing files are kept unless --force.
+    """Write application.ini (with a fresh token) and rag-projects.json (the current folder as
+    a project; in a checkout, the checkout as a demo project); existing files are kept unless
+    --force.
 
-    Example: ./bld init && ./bld scan all
+    Example: code-rag init && code-rag scan all
     """
     with user_errors():
         target = (config or default_config_path()).expanduser().resolve()
-        for written in write_initial_config(target, force=force):
+        folder = Path.cwd() if source_checkout() is None else None
+        for written in write_initial_config(target, force=force, folder=folder):
             typer.echo(f"wrote {written}")
-        typer.echo("next: edit rag-projects.json to point at your code, then ./bld scan all")
+        typer.echo("next: edit rag-projects.json to point at your code, then code-rag scan all")

@@ -1,4 +1,4 @@
-"""`./bld token`: tokens that open one project or one group, beside the server token.
+"""`code-rag token`: tokens that open one project or one group, beside the server token.
 
 `add` prints the new token once, in the `claude mcp add` line of its endpoint; the database
 keeps only its SHA-256 digest, so nothing can show it again. `list` and `revoke` name tokens,
@@ -57,7 +57,7 @@ def token_add(
     A project's token opens that project's endpoint; a group's token opens the group's and each
     of its projects'. Neither opens the admin endpoint. The database keeps only its digest.
 
-    Example: ./bld token add shop --name shop-laptop
+    Example: code-rag token add shop --name shop-laptop
     """
     with user_errors():
         settings = settings_from(config)
@@ -77,7 +77,7 @@ def token_add(
     )
     typer.echo(
         "The database keeps only its SHA-256 digest. Withdraw it with: "
-        f"./bld token revoke {kept.name}"
+        f"code-rag token revoke {kept.name}"
     )
 
 
@@ -88,7 +88,7 @@ def token_list(as_json: JsonOption = False, config: ConfigOption = None) -> None
     Shows each one's target, when it was made and last used (to the minute); --json adds the
     endpoints it opens under the configuration as it is now.
 
-    Example: ./bld token list --json
+    Example: code-rag token list --json
     """
     with user_errors():
         settings = settings_from(config)
@@ -98,7 +98,7 @@ def token_list(as_json: JsonOption = False, config: ConfigOption = None) -> None
         typer.echo(json.dumps({"tokens": [_as_dict(t, settings) for t in tokens]}, indent=2))
         return
     if not tokens:
-        typer.echo("no tokens yet: ./bld token add <project|group> makes one")
+        typer.echo("no tokens yet: code-rag token add <project|group> makes one")
         return
     width = max(len("name"), *(len(t.name) for t in tokens))
     target_width = max(len("target"), *(len(t.target) for t in tokens))
@@ -118,7 +118,7 @@ def token_revoke(
 ) -> None:
     """Withdraw a token: refused from the next request on, with no restart.
 
-    Example: ./bld token revoke shop-laptop
+    Example: code-rag token revoke shop-laptop
     """
     with user_errors():
         settings = settings_from(config)

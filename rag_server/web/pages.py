@@ -73,12 +73,12 @@ SECURITY_HEADERS = {
 # The one answer to a sign-in that did not work: a wrong, revoked or unknown token, a token
 # whose project is gone, or too many tries from this address.
 SIGN_IN_REFUSED = (
-    "That token was not accepted. Paste the server's token (./bld serve prints it) or one "
-    "made by ./bld token add; after many tries, wait a minute."
+    "That token was not accepted. Paste the server's token (code-rag serve prints it) or one "
+    "made by code-rag token add; after many tries, wait a minute."
 )
 PAGE_REFUSED = (
     "This session does not open that page: sign in with a token that opens it "
-    "(./bld token add makes one for a project or a group)."
+    "(code-rag token add makes one for a project or a group)."
 )
 
 

@@ -1,7 +1,7 @@
 """Who looks at the pages: a signed session cookie, the forms' CSRF tokens, and the rate limit
 on signing in.
 
-Signing in takes the server token or a token made by `./bld token add`. The cookie that follows
+Signing in takes the server token or a token made by `code-rag token add`. The cookie that follows
 holds no token: only who signed in ("server", or the SHA-256 digest a made token is kept by),
 a CSRF value and an expiry, signed with HMAC-SHA256 under a key derived from the server token
 (every server sharing that token, replicas included, reads it; a new server token signs every
