@@ -262,3 +262,85 @@ def test_a_definitions_vector_raises_the_chunk_holding_it(
                 iterative_scan=database.iterative_scan,
             )
         assert ids["paint.py"] not in [r.chunk_id for r in found], extra
+
+
+# --- definition_vectors = pooled: a definition's vector from its chunk's own pass -------------
+
+
+@pytest.fixture(scope="module")
+def pooling() -> Any:
+    from indexer.embed.local import LocalEmbedder
+
+    return LocalEmbedder(definition_vectors="pooled", threads=1)
+
+
+def test_a_pooled_definition_is_read_from_its_chunks_pass_once(
+    database: Database, conn: Conn, project: Project, pooling: Any
+) -> None:
+    # Each definition no chunk speaks for gets the mean of its chunk's outputs over its own
+    # lines and the chunk's header: no text runs through the model twice, and the vector is
+    # the definition's, not the chunk's.
+    report = sweep_project(database, project, pooling, SweepOptions())
+    assert report.outcome == "ok"
+    result = chunk_file("cart.py", SHOP.encode())
+    [chunk] = result.chunks
+    assert (report.chunks_embedded, report.definitions_embedded) == (1, 0)
+    assert report.definitions_pooled == 4
+    assert report.tokens_embedded == pooling.count_tokens([embedding_text(chunk, "cart.py")])
+    stored = {
+        name: (key, vector)
+        for name, key, vector in read(conn, project.name, SYMBOL_VECTORS, "cart.py")
+    }
+    [(chunk_vector,)] = read(
+        conn, project.name, "SELECT embedding FROM {schema}.rag_chunk", "cart.py"
+    ) or [(None,)]
+    assert chunk_vector is not None
+    lone = {chunk.symbol: chunk for _, chunk in lone_definitions(result)}
+    for name, definition in lone.items():
+        key, vector = stored[name]
+        assert key != content_hash(definition)  # never the key of its own text's vector
+        got = vector.to_numpy()
+        [own] = pooling.embed_documents([embedding_text(definition, "cart.py")]).vectors
+        # Nearer its own text's vector than the chunk's vector is: it speaks for the
+        # definition, not for the chunk.
+        near, chunk_near = float(got @ np.asarray(own)), float(chunk_vector.to_numpy() @ own)
+        assert near > chunk_near, name
+
+
+def test_pooled_spans_cover_every_window_of_a_long_text(pooling: Any) -> None:
+    # A text longer than the model's window runs as several windows; a span's vector gathers
+    # its tokens from each window that holds some, and a span no token overlaps has none.
+    steps = [f"def step_{i}(value):\n    return value * {i} + {i}" for i in range(120)]
+    retry = (
+        "def fetch_with_retries(url, attempts=5):\n"
+        '    """Download a page, waiting twice as long after each failed request."""\n'
+        "    for attempt in range(attempts):\n"
+        "        try:\n            return http_get(url)\n"
+        "        except ConnectionError:\n            time.sleep(2 ** attempt)"
+    )
+    text = "File: steps.py\nLanguage: python\n\n" + "\n".join([*steps[:100], retry, *steps[100:]])
+    late = text.index(retry)
+    whole = ((0, len(text)),)
+    result = pooling.embed_documents(
+        [text], spans=[[((late, late + len(retry)),), whole, ((len(text) + 5, len(text) + 9),)]]
+    )
+    assert result.split_inputs == 1
+    [[span, everything, nothing]] = result.span_vectors
+    assert span is not None and nothing is None
+    # Every token of every window: the text's own vector, up to the special tokens.
+    assert float(np.asarray(everything) @ np.asarray(result.vectors[0])) > 0.99
+    # The span's vector speaks for the span: nearer its text embedded alone than the whole
+    # text's vector is.
+    [alone] = pooling.embed_documents([retry]).vectors
+    alone_vector = np.asarray(alone)
+    assert float(np.asarray(span) @ alone_vector) > float(
+        np.asarray(result.vectors[0]) @ alone_vector
+    )
+
+
+def test_pooled_definitions_need_the_local_model(ollama_standin: OllamaStandin) -> None:
+    # Ollama returns one vector per text, never the token outputs to pool from.
+    from indexer.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="definition_vectors = pooled needs provider = local"):
+        make_embedder("ollama", None, ollama_standin.url, definition_vectors="pooled")

@@ -21,9 +21,9 @@ from typing import Any, NamedTuple
 
 import psycopg
 
-from chunkers import embedding_text
+from chunkers import Chunk, Ranges, definition_ranges, embedding_text
 from indexer.db import Conn, Schema, bulk, embedding_cache, statement_limit, store
-from indexer.embed import Embedder, count_tokens, tokens_embedded
+from indexer.embed import Embedder, count_tokens, pools_definitions, tokens_embedded
 from indexer.errors import RagError
 from indexer.sweep.prepare import Batch, Prepared
 from indexer.sweep.report import SweepReport
@@ -43,6 +43,14 @@ class Wanted(NamedTuple):
     text: str
     label: str
     definition: bool
+
+
+def _wanted(f: Prepared, chunk: Chunk, definition: bool) -> Wanted:
+    """`chunk` of `f` (a chunk, or a definition as a chunk of its own lines) to embed."""
+    label = f"{f.candidate.repo}/{f.candidate.path}:{chunk.start_line}-{chunk.end_line}"
+    if chunk.symbol:
+        label += f" {chunk.symbol}"
+    return Wanted(embedding_text(chunk, f.candidate.path), label, definition)
 
 
 class Writer:
@@ -65,22 +73,26 @@ class Writer:
         self.bulk_load = bulk_load  # new files go in with COPY
         self.defer = defer  # rows first, their vectors later (`vectors.embed_pending`)
         self.shared = shared  # the model's key in the cache every project shares, if any
+        # A batch's chunks whose passes also pool definitions' vectors, by the chunk's key:
+        # each definition's key, its ranges in the chunk's text, and itself as a text of its
+        # own (embedded alone only if no token of the chunk's pass falls in its ranges).
+        self.spans: dict[str, list[tuple[str, Ranges, Wanted]]] = {}
+        self.pooling: set[str] = set()  # the keys of the definitions those passes pool
 
     def embed_and_write(self, batch: Batch) -> None:
         report = self.report
         vectors: dict[str, Any] = dict(batch.cached)
         wanted: dict[str, Wanted] = {}  # by hash, the first occurrence
+        self.spans, self.pooling = {}, set()
+        pooled = pools_definitions(self.embedder) and not self.defer
         for f in batch.files:
             for chunk, h, definition in f.to_embed():
                 if h in vectors:
                     report.cache_hits += 1
-                elif h not in wanted:
-                    label = (
-                        f"{f.candidate.repo}/{f.candidate.path}:{chunk.start_line}-{chunk.end_line}"
-                    )
-                    if chunk.symbol:
-                        label += f" {chunk.symbol}"
-                    wanted[h] = Wanted(embedding_text(chunk, f.candidate.path), label, definition)
+                elif h not in wanted and not (definition and pooled):
+                    wanted[h] = _wanted(f, chunk, definition)
+            if pooled:
+                self._pool_definitions(f, vectors, wanted)
         refused: dict[str, str] = {}
         if wanted and self.embedder is None:
             pass  # model-free: no vector is wanted, now or later
@@ -107,6 +119,29 @@ class Writer:
         t = time.perf_counter()
         self._count_source([f.text or "" for f in written], [f.candidate.path for f in written])
         report.add_time("count_tokens", time.perf_counter() - t)
+
+    def _pool_definitions(
+        self, f: Prepared, vectors: dict[str, Any], wanted: dict[str, Wanted]
+    ) -> None:
+        """Ask the pass of each chunk holding one of `f`'s definitions that no chunk speaks
+        for to pool that definition's vector too (`self.spans`): its chunk is embedded even
+        where the chunk's own vector is stored already. A definition its chunk cannot hold
+        (no line of it there) is embedded alone."""
+        path = f.candidate.path
+        for d, key, holder in zip(
+            f.definitions, f.definition_hashes, f.definition_chunks, strict=True
+        ):
+            if key in vectors or key in wanted or key in self.pooling:
+                continue
+            chunk, chunk_key = f.chunks[holder], f.hashes[holder]
+            ranges = definition_ranges(chunk, d.start_line, d.end_line, path)
+            if not ranges:
+                wanted[key] = _wanted(f, d, True)
+                continue
+            self.spans.setdefault(chunk_key, []).append((key, ranges, _wanted(f, d, True)))
+            self.pooling.add(key)
+            if chunk_key not in wanted:
+                wanted[chunk_key] = _wanted(f, chunk, False)
 
     def _count_source(self, texts: list[str], paths: list[str]) -> None:
         """The source's tokens (`report.source_tokens`, against which the embedding work is
@@ -140,9 +175,13 @@ class Writer:
 
         report = self.report
         assert self.embedder is not None  # model-free batches embed nothing
-        result = self.embedder.embed_documents(
-            [wanted[k].text for k in keys], [wanted[k].label for k in keys]
-        )
+        texts, labels = [wanted[k].text for k in keys], [wanted[k].label for k in keys]
+        asked = [self.spans.get(k, []) for k in keys]
+        if any(asked):
+            spans = [[ranges for _, ranges, _ in a] for a in asked]
+            result = self.embedder.embed_documents(texts, labels, spans=spans)  # type: ignore[call-arg]
+        else:
+            result = self.embedder.embed_documents(texts, labels)
         report.embed_requests += result.requests
         report.tokens_embedded += tokens_embedded(
             result, self.embedder, [wanted[k].text for k in keys]
@@ -158,6 +197,18 @@ class Writer:
                     report.chunks_embedded += 1
         for r in result.refused:
             refused[keys[r.index]] = f"the embedder refused {r.label}: {r.reason}"
+        alone: dict[str, Wanted] = {}  # pooled from no token (cut by document_tokens)
+        for key, pooled, found in zip(keys, asked, result.span_vectors or (), strict=False):
+            for (definition, _, own), vector in zip(pooled, found, strict=True):
+                if key in refused:
+                    refused[definition] = refused[key]
+                elif vector is None:
+                    alone[definition] = own
+                else:
+                    vectors[definition] = np.asarray(vector, dtype=np.float32)
+                    report.definitions_pooled += 1
+        if alone:
+            self._embed(list(alone), alone, vectors, refused)
 
     def _embed_file_by_file(
         self,
