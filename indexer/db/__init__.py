@@ -40,6 +40,8 @@ from indexer.db.rows import (
     StoredChunk,
     SymbolHit,
     SymbolRow,
+    WorkerBeat,
+    WorkerRow,
 )
 from indexer.db.schema import Conn, Schema, like_escape
 
@@ -61,6 +63,8 @@ __all__ = [
     "StoredChunk",
     "SymbolHit",
     "SymbolRow",
+    "WorkerBeat",
+    "WorkerRow",
     "blocks",
     "bulk",
     "database_error",

@@ -246,6 +246,30 @@ M008_PENDING_VECTORS = [
     """,
 ]
 
+# The processes filling the project's vectors at once (`indexer.sweep.vectors.Participant`:
+# `code-rag worker` on any machine, the server's background phase, `./bld scan`), one row each
+# with a heartbeat, for the status to list and add up. Per project rather than one table in the
+# shared schema: the status is read per project (by a token that may see one project only), a
+# worker's counts and rate are a project's, the rows go with the project's schema, and a user
+# that may not create the shared schema still runs workers.
+M009_VECTOR_WORKERS = [
+    """
+    CREATE TABLE {schema}.rag_worker (
+        id text PRIMARY KEY,
+        role text NOT NULL,
+        host text NOT NULL,
+        pid integer NOT NULL,
+        model text NOT NULL,
+        started_at timestamptz NOT NULL,
+        last_seen timestamptz NOT NULL DEFAULT now(),
+        state text NOT NULL,
+        written bigint NOT NULL DEFAULT 0,
+        embedded bigint NOT NULL DEFAULT 0,
+        per_second real NOT NULL DEFAULT 0
+    )
+    """,
+]
+
 # (name, statements): applied in order, each once, each in the transaction that records it.
 MIGRATIONS: list[tuple[str, list[str]]] = [
     ("m001_initial", M001_INITIAL),
@@ -256,4 +280,5 @@ MIGRATIONS: list[tuple[str, list[str]]] = [
     ("m006_search_layout", M006_SEARCH_LAYOUT),
     ("m007_definition_vectors", M007_DEFINITION_VECTORS),
     ("m008_pending_vectors", M008_PENDING_VECTORS),
+    ("m009_vector_workers", M009_VECTOR_WORKERS),
 ]

@@ -273,3 +273,38 @@ class AccessToken:
     target: str  # a project or a group of the configuration it was made under
     created_at: datetime
     last_used_at: datetime | None
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerRow:
+    """A process filling a project's vectors, as its row in `rag_worker` says (its last
+    heartbeat, its counts in this project, its current run's rate)."""
+
+    id: str
+    role: str  # "worker" (`code-rag worker`) or "indexer" (a server's phase, `./bld scan`)
+    host: str
+    pid: int
+    model: str  # the embedder's `EmbeddingModel.describe()`
+    started_at: datetime
+    last_seen: datetime
+    state: str  # "embedding" or "idle"
+    written: int  # vectors written (embedded or reused)
+    embedded: int  # texts the model embedded
+    per_second: float  # vectors written per second in its current run (0 when idle)
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerBeat:
+    """What a process filling a project's vectors says of itself in one heartbeat: who it is,
+    its state, and the vectors written and texts embedded since its previous beat."""
+
+    id: str
+    role: str
+    host: str
+    pid: int
+    model: str
+    started_at: datetime
+    state: str
+    written: int = 0
+    embedded: int = 0
+    per_second: float = 0.0

@@ -50,10 +50,16 @@ SHARED_LOOKUP = """
 SELECT encode(digest, 'hex'), embedding FROM "code-rag".embedding_cache
  WHERE model = %(model)s AND digest = ANY(%(digests)s::bytea[])
 """
-# Last use is kept by the day: a cache hit writes at most once a day per vector.
+# Last use is kept by the day: a cache hit writes at most once a day per vector. A vector
+# another transaction is marking (a batch of another process, claimed and still embedding)
+# is skipped, not waited for: it is being marked used today all the same.
 SHARED_TOUCH = """
 UPDATE "code-rag".embedding_cache SET used = current_date
- WHERE model = %(model)s AND digest = ANY(%(digests)s::bytea[]) AND used < current_date
+ WHERE (model, digest) IN (
+       SELECT model, digest FROM "code-rag".embedding_cache
+        WHERE model = %(model)s AND digest = ANY(%(digests)s::bytea[]) AND used < current_date
+        ORDER BY digest
+          FOR UPDATE SKIP LOCKED)
 """
 SHARED_PUT = """
 INSERT INTO "code-rag".embedding_cache (model, digest, embedding)
@@ -266,6 +272,12 @@ SELECT count(*) FROM pg_indexes
  WHERE schemaname = %(schema)s
    AND indexname IN ('rag_chunk_embedding_hnsw', 'rag_symbol_embedding_hnsw')
 """
+# How many of the two indexes of the rows with a vector (CREATE_EMBEDDED) exist: looked up
+# before creating them, as CREATE INDEX IF NOT EXISTS locks the table even when it does nothing.
+EMBEDDED_INDEXES = """
+SELECT count(*) FROM pg_indexes
+ WHERE schemaname = %(schema)s AND indexname IN ('rag_chunk_embedded', 'rag_symbol_embedded')
+"""
 CREATE_SYMBOL_HNSW = _create_hnsw("rag_symbol_embedding_hnsw", "rag_symbol")
 
 # --- files and chunks -----------------------------------------------------------------------
@@ -386,10 +398,22 @@ SELECT repo, path, error, error_at
 
 # Session-level advisory locks, one per project, held on a dedicated connection for the whole
 # sweep: a killed process drops its connection and with it the lock.
-# The vectors that follow a sweep's rows (`indexer.sweep.vectors`) are written by one process
-# per project at a time: a lock of their own, so that a sweep can run meanwhile.
-TRY_VECTORS_LOCK = "SELECT pg_try_advisory_lock(hashtext('code-rag:vectors'), hashtext(%(name)s))"
-VECTORS_UNLOCK = "SELECT pg_advisory_unlock(hashtext('code-rag:vectors'), hashtext(%(name)s))"
+# The vectors that follow a sweep's rows (`indexer.sweep.vectors`) are filled by any number of
+# processes at once, each claiming its batches (CLAIM_CHUNKS); each holds this lock *shared*
+# while it takes part, so that whoever asks sees that someone fills them (VECTORS_LOCK_HELD).
+# A try, never a wait: a process that cannot have it shared fills the vectors all the same.
+TRY_VECTORS_SHARE = (
+    "SELECT pg_try_advisory_lock_shared(hashtext('code-rag:vectors'), hashtext(%(name)s))"
+)
+VECTORS_SHARE_UNLOCK = (
+    "SELECT pg_advisory_unlock_shared(hashtext('code-rag:vectors'), hashtext(%(name)s))"
+)
+# What happens once per project however many fill its vectors: taking up an index written
+# model-free, the indexes of the rows with a vector, and the HNSW graphs built when nothing is
+# left pending. Within a transaction (the first two) or on the session that builds the graphs.
+GRAPHS_LOCK = "SELECT pg_advisory_xact_lock(hashtext('code-rag:graphs'), hashtext(%(name)s))"
+TRY_GRAPHS_LOCK = "SELECT pg_try_advisory_lock(hashtext('code-rag:graphs'), hashtext(%(name)s))"
+GRAPHS_UNLOCK = "SELECT pg_advisory_unlock(hashtext('code-rag:graphs'), hashtext(%(name)s))"
 # The chunks and definitions written without their vectors, oldest first, of files that did
 # not fail (a file whose inputs the embedder refused waits for the next sweep to read it again).
 PENDING_CHUNKS = """
@@ -409,6 +433,20 @@ SELECT s.id, s.content_sha256, s.qualified_name, s.kind, s.start_line, s.end_lin
  WHERE s.embedding IS NULL AND s.content_sha256 IS NOT NULL AND f.error IS NULL
  ORDER BY s.id
  LIMIT %(limit)s
+"""
+# A claim: the same rows, locked until the claiming transaction ends, skipping those another
+# transaction holds. The claim lasts while its batch is embedded and its vectors written, then
+# commits; a process that dies mid-batch loses its transaction, and the rows are pending again
+# for whoever claims next. Only the chunk or definition is locked, never its file: a sweep
+# rewriting the file waits at its rows for the batch in flight, and nothing waits on a sweep.
+CLAIM_CHUNKS = PENDING_CHUNKS + "   FOR UPDATE OF c SKIP LOCKED\n"
+CLAIM_DEFINITIONS = PENDING_DEFINITIONS + "   FOR UPDATE OF s SKIP LOCKED\n"
+# A claim's failed file is recorded only if its row can be locked at once: a sweep holding it
+# (rewriting or deleting the file) may be waiting for the claim's rows, and waiting for it in
+# turn would be a deadlock; the rows stay pending and the next claim decides again.
+LOCK_FILE_NOWAIT = """
+SELECT 1 FROM {schema}.rag_file WHERE repo = %(repo)s AND path = %(path)s
+   FOR NO KEY UPDATE NOWAIT
 """
 TEXT_BLOCKS_OF = """
 SELECT file_id, start_line, content FROM {schema}.rag_text_block
@@ -446,7 +484,38 @@ VECTORS_LOCK_HELD = """
 SELECT 1 FROM pg_locks
  WHERE locktype = 'advisory' AND granted
    AND classid = hashtext('code-rag:vectors')::oid AND objid = hashtext(%(name)s)::oid
+ LIMIT 1
 """
+# The processes filling a project's vectors (`indexer.sweep.vectors.Participant`), one row
+# each in the project's `rag_worker` (migration m009), written after their batches and, idle,
+# when a worker polls. Counts are added (`written`: vectors written, `embedded`: texts the
+# model embedded, since the process began with the project); the rate is its current run's.
+WORKER_TABLE = "rag_worker"
+WORKER_BEAT = """
+INSERT INTO {schema}.rag_worker AS w
+       (id, role, host, pid, model, started_at, last_seen, state, written, embedded,
+        per_second)
+VALUES (%(id)s, %(role)s, %(host)s, %(pid)s, %(model)s, %(started_at)s, now(), %(state)s,
+        %(written)s, %(embedded)s, %(per_second)s)
+ON CONFLICT (id) DO UPDATE
+   SET last_seen = now(), state = EXCLUDED.state, model = EXCLUDED.model,
+       written = w.written + EXCLUDED.written, embedded = w.embedded + EXCLUDED.embedded,
+       per_second = EXCLUDED.per_second
+"""
+WORKER_LEAVE = "DELETE FROM {schema}.rag_worker WHERE id = %(id)s"
+# Rows of processes not seen for a day (killed, their machine gone) are dropped by the next
+# process that takes part; until then the status leaves out those not seen recently.
+WORKER_FORGET = """
+DELETE FROM {schema}.rag_worker WHERE last_seen < now() - interval '1 day'
+"""
+LIVE_WORKERS = """
+SELECT id, role, host, pid, model, started_at, last_seen, state, written, embedded,
+       per_second
+  FROM {schema}.rag_worker
+ WHERE last_seen >= now() - make_interval(secs => %(live_s)s)
+ ORDER BY started_at, id
+"""
+TABLE_EXISTS = "SELECT to_regclass(%(table)s) IS NOT NULL"
 START_SWEEP = """
 INSERT INTO {schema}.rag_sweep (started_at, outcome) VALUES (now(), 'running') RETURNING id
 """

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Sequence
+from dataclasses import asdict
 from typing import Any
 
 import psycopg
@@ -31,6 +32,8 @@ from indexer.db.rows import (
     RepoCounts,
     SweepRecord,
     SymbolRow,
+    WorkerBeat,
+    WorkerRow,
 )
 from indexer.db.schema import Conn, Schema, typed_rows
 from indexer.errors import ForeignSchema, ProjectNotFound
@@ -69,8 +72,10 @@ def _require_ours(conn: Conn, name: str) -> None:
         )
 
 
-def ensure_project(conn: Conn, schema: Schema) -> list[str]:
+def ensure_project(conn: Conn, schema: Schema, *, create: bool = True) -> list[str]:
     """Create the project's schema if needed and apply pending migrations; return those applied.
+    Not `create`: only bring an existing schema up to date (ProjectNotFound when there is none,
+    a project dropped meanwhile included).
 
     Safe to call concurrently from several processes: a transaction-level advisory lock
     serialises creation and migration.
@@ -78,7 +83,7 @@ def ensure_project(conn: Conn, schema: Schema) -> list[str]:
     with conn.transaction():
         conn.execute(statements.MIGRATION_LOCK, {"key": statements.MIGRATION_LOCK_KEY})
         state = _schema_state(conn, schema.name)
-        if state == "foreign":
+        if state == "foreign" or (state is None and not create):
             _require_ours(conn, schema.name)
         if state is None:
             conn.execute(schema.sql(statements.CREATE_SCHEMA))
@@ -282,10 +287,21 @@ def build_vector_indexes(
 
 def ensure_embedded_indexes(conn: Conn, schema: Schema) -> None:
     """Index the rows that have their vector, for the vector side to read while the graphs
-    are missing (a first index's vectors coming in); `build_vector_indexes` drops them."""
+    are missing (a first index's vectors coming in); `build_vector_indexes` drops them. Once
+    for all the processes filling the vectors (`lock_graphs`): none of them makes them while
+    another builds the graphs, which would leave them behind."""
     with conn.transaction():
+        lock_graphs(conn, schema)
+        if not vector_indexes_missing(conn, schema):
+            return
         for step in statements.CREATE_EMBEDDED:
             conn.execute(schema.sql(step))
+
+
+def embedded_indexes_missing(conn: Conn, schema: Schema) -> bool:
+    """Whether either index of the rows with a vector (`ensure_embedded_indexes`) is missing."""
+    found = conn.execute(statements.EMBEDDED_INDEXES, {"schema": schema.name}).fetchone()
+    return found is None or found[0] < 2
 
 
 def _build(
@@ -532,14 +548,99 @@ def set_vectors(
                 )
 
 
-def try_vectors_lock(conn: Conn, schema: Schema) -> bool:
-    """Take the lock of the project's pending vectors on `conn` (autocommit, kept meanwhile)."""
-    row = conn.execute(statements.TRY_VECTORS_LOCK, {"name": schema.name}).fetchone()
+def claim_chunks(conn: Conn, schema: Schema, limit: int) -> list[PendingChunk]:
+    """`pending_chunks`, locked by this transaction until it ends; rows another transaction
+    holds are skipped (another process embeds them)."""
+    return typed_rows(conn, PendingChunk, schema.sql(statements.CLAIM_CHUNKS), {"limit": limit})
+
+
+def claim_definitions(conn: Conn, schema: Schema, limit: int) -> list[PendingDefinition]:
+    """`pending_definitions`, claimed as `claim_chunks` claims chunks."""
+    return typed_rows(
+        conn, PendingDefinition, schema.sql(statements.CLAIM_DEFINITIONS), {"limit": limit}
+    )
+
+
+def try_record_file_error(
+    conn: Conn, schema: Schema, repo: str, path: str, error: str, language: str | None = None
+) -> bool:
+    """`record_file_error` inside a claim (a savepoint of its transaction), if the file's row
+    can be locked at once; False when a sweep holds it (the claim's rows stay pending)."""
+    try:
+        with conn.transaction():
+            conn.execute(
+                schema.sql(statements.LOCK_FILE_NOWAIT), {"repo": repo, "path": path}
+            ).fetchall()
+            record_file_error(conn, schema, repo, path, error, language)
+    except psycopg.errors.LockNotAvailable:
+        return False
+    return True
+
+
+def take_vectors_share(conn: Conn, schema: Schema) -> bool:
+    """Say on `conn` (autocommit, kept meanwhile) that this process fills the project's
+    vectors, beside any others (`vectors_running`)."""
+    row = conn.execute(statements.TRY_VECTORS_SHARE, {"name": schema.name}).fetchone()
     return bool(row and row[0])
 
 
-def release_vectors_lock(conn: Conn, schema: Schema) -> None:
-    conn.execute(statements.VECTORS_UNLOCK, {"name": schema.name})
+def release_vectors_share(conn: Conn, schema: Schema) -> None:
+    conn.execute(statements.VECTORS_SHARE_UNLOCK, {"name": schema.name})
+
+
+def lock_graphs(conn: Conn, schema: Schema) -> None:
+    """Wait for, and hold until the transaction ends, what is done once per project however
+    many processes fill its vectors (`try_graphs_lock` holds the same across transactions)."""
+    conn.execute(statements.GRAPHS_LOCK, {"name": schema.name})
+
+
+def try_graphs_lock(conn: Conn, schema: Schema) -> bool:
+    """`lock_graphs` on `conn` (autocommit) for as long as it is kept, if no other holds it."""
+    row = conn.execute(statements.TRY_GRAPHS_LOCK, {"name": schema.name}).fetchone()
+    return bool(row and row[0])
+
+
+def release_graphs_lock(conn: Conn, schema: Schema) -> None:
+    conn.execute(statements.GRAPHS_UNLOCK, {"name": schema.name})
+
+
+# --- the processes filling a project's vectors ----------------------------------------------
+
+
+def has_worker_table(conn: Conn, schema: Schema) -> bool:
+    """Whether the project's schema has `rag_worker` (migration m009 applied)."""
+    table = schema.table(statements.WORKER_TABLE).as_string(conn)
+    row = conn.execute(statements.TABLE_EXISTS, {"table": table}).fetchone()
+    return bool(row and row[0])
+
+
+def worker_beat(conn: Conn, schema: Schema, beat: WorkerBeat) -> None:
+    """Record that a process is alive now, in its state, adding what it did since its last
+    beat to its row's counts; its first beat makes the row."""
+    with conn.transaction():
+        conn.execute(schema.sql(statements.WORKER_BEAT), asdict(beat))
+
+
+def worker_leave(conn: Conn, schema: Schema, worker_id: str) -> None:
+    """Drop the row of a process that stops filling the project's vectors."""
+    with conn.transaction():
+        conn.execute(schema.sql(statements.WORKER_LEAVE), {"id": worker_id})
+
+
+def forget_stale_workers(conn: Conn, schema: Schema) -> int:
+    """Drop the rows of processes not seen for a day; return how many went."""
+    with conn.transaction():
+        return conn.execute(schema.sql(statements.WORKER_FORGET)).rowcount
+
+
+def live_workers(conn: Conn, schema: Schema, live_s: float) -> list[WorkerRow]:
+    """The processes filling the project's vectors seen in the last `live_s` seconds (none
+    where the schema predates `rag_worker`)."""
+    if not has_worker_table(conn, schema):
+        return []
+    return typed_rows(
+        conn, WorkerRow, schema.sql(statements.LIVE_WORKERS), {"live_s": float(live_s)}
+    )
 
 
 def touch_file(conn: Conn, schema: Schema, file_id: int, size: int, mtime_ns: int) -> None:
@@ -573,7 +674,7 @@ def sweep_running(conn: Conn, schema: Schema) -> bool:
 
 
 def vectors_running(conn: Conn, schema: Schema) -> bool:
-    """Whether any process is embedding the project's pending vectors right now."""
+    """Whether any process is filling the project's pending vectors right now."""
     row = conn.execute(statements.VECTORS_LOCK_HELD, {"name": schema.name}).fetchone()
     return row is not None
 

@@ -1,8 +1,8 @@
 """The write path: which files are indexed (`walk`), a changed file read, hashed and chunked
 (`prepare`, in worker processes when many), a batch embedded and written (`write`), the sweep
-itself and the file-event path beside it (`run`), the vectors a sweep left for after its rows
-and the order several projects' vectors go in (`vectors`), what a sweep is asked to do
-(`options`) and what it reports (`report`).
+itself and the file-event path beside it (`run`), the vectors a sweep left for after its rows,
+claimed by any number of processes at once, and the order several projects' vectors go in
+(`vectors`), what a sweep is asked to do (`options`) and what it reports (`report`).
 `sweep_project(...) -> SweepReport` is what the scheduler, the CLI and the admin endpoint call.
 
 The face loads each module when one of its names is first used: the configuration reads the
@@ -25,8 +25,11 @@ if TYPE_CHECKING:
     )
     from indexer.sweep.run import apply_changes, sweep_project
     from indexer.sweep.vectors import (
+        VECTOR_BATCH,
+        Participant,
         PendingWork,
         VectorProgress,
+        VectorProgressCallback,
         VectorReport,
         embed_pending,
         pending_order,
@@ -48,8 +51,11 @@ _HOMES = {
     "SweepReport": "report",
     "apply_changes": "run",
     "sweep_project": "run",
+    "VECTOR_BATCH": "vectors",
+    "Participant": "vectors",
     "PendingWork": "vectors",
     "VectorProgress": "vectors",
+    "VectorProgressCallback": "vectors",
     "VectorReport": "vectors",
     "embed_pending": "vectors",
     "pending_order": "vectors",
@@ -63,13 +69,16 @@ __all__ = [
     "DEFAULT_FILES_PER_COMMIT",
     "DEFAULT_MAX_FILE_BYTES",
     "DEFAULT_SKIP_DIRS",
+    "VECTOR_BATCH",
     "EmbeddingWork",
+    "Participant",
     "PendingWork",
     "ProgressCallback",
     "SweepOptions",
     "SweepProgress",
     "SweepReport",
     "VectorProgress",
+    "VectorProgressCallback",
     "VectorReport",
     "WalkOptions",
     "apply_changes",

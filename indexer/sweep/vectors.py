@@ -8,20 +8,33 @@ indexes of migration m008), never from memory: a restart, a killed process or an
 outage only delays it. A vector goes in only where its row still holds the text it was made
 from, so a file changed meanwhile never gets a vector of its older text: its new rows wait
 for their own. A stored vector of the same text (another file, an earlier sweep) is reused
-without embedding, and a text pending in several places is embedded once.
+without embedding, and a text pending in several places is embedded once (unless two
+processes claim its rows at the same moment: each embeds it for its own rows).
 
 A chunk's embedding text is made from its row, a definition's from its lines in the file's
 exact-text blocks, exactly as the sweep would have made them (`chunkers.embedding_text`; a
 definition's content hash is checked). An input the embedder refuses fails its file the way a
 sweep does (recorded with its reason, its rows kept, read again by the next sweep); the
 embedder failing as a whole (unreachable, another model) ends the phase with the rest still
-pending. One process embeds a project's pending vectors at a time (a lock of its own, not the
-sweep's: sweeps and file events go on meanwhile). A first index written rows first has no
-HNSW graphs yet (searches scan the vectors in so far): the run that leaves nothing pending
-builds them, once, as a bulk load does, instead of inserting every vector into a graph. An
-index written with no model (`provider = none`: rows only, no model recorded) is taken up the
-same way by the first model that embeds it: the model is recorded, the columns typed, and
-every row is pending.
+pending.
+
+Any number of processes fill one project's vectors at once (the server's phase, `./bld scan`,
+`code-rag worker` on this machine or others), with PostgreSQL as the only coordinator: each
+batch is claimed (`SELECT ... FOR UPDATE SKIP LOCKED`) in a transaction that stays open while
+it is embedded and its vectors written, then commits. Two processes never hold the same row,
+so no vector is written twice; one killed mid-batch loses its transaction and its rows are
+pending again for whoever claims next, so no text is lost. A process that finds nothing left
+to claim while others still hold rows waits for them (`wait`), taking over what a dead one
+leaves. Sweeps and file events go on meanwhile; a sweep rewriting a file whose rows are
+claimed waits for the batch in flight. What happens once per project whoever takes part is
+done under a lock of its own (`store.lock_graphs`): a first index written rows first has no
+HNSW graphs yet (searches scan the vectors in so far), and the process that finds nothing
+left pending builds them, once, as a bulk load does, instead of inserting every vector into a
+graph; an index written with no model (`provider = none`: rows only, no model recorded) is
+taken up by the first model that embeds it (the model is recorded, the columns typed, and
+every row is pending), except by a worker, which fills only an index whose model is recorded.
+Each process records itself in the project's `rag_worker` while it takes part (`Participant`:
+host, pid, model, its counts and rate, a heartbeat), for the status to list and add up.
 
 Several projects waiting at once (`./bld scan all`, a server's start) are one stream, in
 `pending_order`: the project with the fewest vectors pending first. The total is the same in
@@ -33,14 +46,21 @@ behind one of hours), which round-robin would not.
 from __future__ import annotations
 
 import logging
+import os
+import secrets
+import socket
 import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
+from datetime import datetime
 from typing import Any
 
+import psycopg
+
 from chunkers import DEFINITION_CHARS, UNKNOWN_LANGUAGE, Chunk, embedding_text
-from indexer.db import Conn, Database, Schema, embedding_cache, store
+from indexer import clock
+from indexer.db import Conn, Database, Schema, WorkerBeat, embedding_cache, store
 from indexer.db.rows import PendingChunk, PendingDefinition
 from indexer.embed import Embedder, EmbeddingModel, needs_reembed, tokens_embedded
 from indexer.errors import RagError
@@ -51,11 +71,59 @@ from indexer.sweep.workers import free_cores
 
 log = logging.getLogger("code_rag.vectors")
 
-# Pending inputs read, embedded and written per round (one commit each).
-BATCH = 128
+# Pending inputs claimed, embedded and written per round (one transaction each).
+VECTOR_BATCH = 128
 # How often the rounds count what is pending (for their progress): at a million pending
 # chunks a count takes a second or two, as long as a round's embedding.
 PENDING_RECOUNT_S = 30.0
+# With nothing left to claim while other processes hold rows: how often to look again, and
+# how long to wait for them while what is pending stays the same (a process stuck on its
+# batch; one that died is gone within a moment, its rows claimable again).
+CLAIM_RETRY_S = 0.5
+WAIT_PATIENCE_S = 120.0
+
+# Who takes part: `code-rag worker`, or a process that indexes (the server's phase, a scan).
+ROLE_WORKER = "worker"
+ROLE_INDEXER = "indexer"
+# A worker's row says "idle" between runs (it polls), "embedding" during one.
+EMBEDDING = "embedding"
+IDLE = "idle"
+
+
+@dataclass(frozen=True, slots=True)
+class Participant:
+    """A process filling vectors, as each project's `rag_worker` lists it while it does."""
+
+    id: str
+    role: str
+    host: str
+    pid: int
+    started_at: datetime
+
+    @classmethod
+    def this_process(cls, role: str = ROLE_INDEXER) -> Participant:
+        """This process in `role`: the same one for every project and run, a new one after a
+        fork (another pid)."""
+        key = (os.getpid(), role)
+        found = _participants.get(key)
+        if found is None:
+            host = socket.gethostname()
+            pid = os.getpid()
+            found = cls(f"{host}:{pid}:{secrets.token_hex(3)}", role, host, pid, clock.now())
+            _participants[key] = found
+        return found
+
+    @classmethod
+    def worker(cls) -> Participant:
+        """This process as a `code-rag worker`: listed between its runs too, as idle."""
+        return cls.this_process(ROLE_WORKER)
+
+    def idle(self, model: str) -> WorkerBeat:
+        """This process's heartbeat while it waits for work (`model`: its embedder's)."""
+        return WorkerBeat(self.id, self.role, self.host, self.pid, model, self.started_at, IDLE)
+
+
+_participants: dict[tuple[int, str], Participant] = {}
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,8 +153,9 @@ class VectorReport:
     """What one run of the phase did."""
 
     project: str
-    # ok: nothing left | partial: files refused | stopped: asked to | busy: another process
-    # embeds them | failed: the embedder or the database failed, the rest still pending
+    # ok: nothing left to claim (what others hold is in `pending`) | partial: files refused
+    # | stopped: asked to | failed: the embedder or the database failed, or the index is of
+    # another model (or none, for a worker); the rest still pending
     outcome: str = "ok"
     error: str | None = None
     chunks_embedded: int = 0
@@ -148,28 +217,35 @@ def embed_pending(
     project: Project,
     embedder: Embedder,
     *,
-    batch: int = BATCH,
+    batch: int = VECTOR_BATCH,
     progress: VectorProgressCallback | None = None,
     stop: threading.Event | None = None,
+    participant: Participant | None = None,
+    adopt: bool = True,
+    wait: bool = True,
 ) -> VectorReport:
-    """Embed the project's pending chunks and definitions until none is left (or `stop` is
-    set) and return what was done. Never raises for a failure of the embedder or the
-    database: the report says it, and what was not written stays pending."""
+    """Embed the project's pending chunks and definitions, a claimed batch at a time, until
+    none is left to claim (or `stop` is set) and return what was done. `participant`: who
+    this process is in the project's list (default: this process, an indexer). `adopt`: take
+    up an index no model has embedded yet (a worker does not). `wait`: when nothing is left
+    to claim but other processes hold rows, wait for them (and take over what a dead one
+    leaves) rather than return. Never raises for a failure of the embedder or the database:
+    the report says it, and what was not written stays pending."""
     report = VectorReport(project.name)
     schema = Schema(project.name)
+    who = participant or Participant.this_process()
     started = time.perf_counter()
     try:
-        with db.session(f"locking the vectors of {project.name}") as lock:
-            if not store.try_vectors_lock(lock, schema):
-                report.outcome = "busy"
-                return report
+        with db.session(f"joining the vectors of {project.name}") as lock:
+            store.take_vectors_share(lock, schema)
             try:
                 with db.connection(f"embedding the pending vectors of {project.name}") as conn:
                     shared = embedder.identity.cache_key if db.shared_cache else None
-                    phase = _Phase(conn, schema, embedder, report, batch, shared)
-                    phase.run(progress, stop, started)
+                    phase = _Phase(conn, schema, embedder, report, batch, shared, who)
+                    phase.adopt, phase.wait = adopt, wait
+                    phase.run(progress, stop, started, lock)
             finally:
-                store.release_vectors_lock(lock, schema)
+                store.release_vectors_share(lock, schema)
     except RagError as exc:
         report.outcome, report.error = "failed", exc.message
         log.warning("vectors of %s: %s", project.name, exc.message)
@@ -186,6 +262,7 @@ class _Phase:
         report: VectorReport,
         batch: int,
         shared: str | None,
+        participant: Participant,
     ) -> None:
         self.shared = shared  # the model's key in the cache every project shares, if any
         self.conn = conn
@@ -193,19 +270,54 @@ class _Phase:
         self.embedder = embedder
         self.report = report
         self.batch = max(1, batch)
+        self.participant = participant
+        self.adopt = True  # take up an index no model has embedded yet
+        self.wait = True  # wait for the rows other processes hold
+        self.registered = False  # whether this process has its row in `rag_worker`
+        self.beaten = (0, 0)  # written, embedded as of the last heartbeat
+        self.deferred = False  # a failure could not be recorded this round (a sweep holds it)
+        self.held = (-1, 0.0)  # what was pending, and since when, while others held it
 
     def run(
         self,
         progress: VectorProgressCallback | None,
         stop: threading.Event | None,
         started: float,
+        lock: Conn,
     ) -> None:
         if not self._same_model():
             return
-        if store.vector_indexes_missing(self.conn, self.schema):
+        conn, schema = self.conn, self.schema
+        if store.vector_indexes_missing(conn, schema) and store.embedded_indexes_missing(
+            conn, schema
+        ):
             # Searches meanwhile read the rows with a vector through an index of them.
-            store.ensure_embedded_indexes(self.conn, self.schema)
-        self.conn.commit()
+            store.ensure_embedded_indexes(conn, schema)
+        self.registered = store.has_worker_table(conn, schema)
+        if self.registered:
+            store.forget_stale_workers(conn, schema)
+        conn.commit()
+        self._beat(EMBEDDING, 0.0)
+        try:
+            self._rounds(progress, stop, started)
+        finally:
+            self._sign_off()
+        report = self.report
+        report.pending = store.pending_counts(conn, schema).total
+        if self.shared is not None and report.chunks_embedded + report.definitions_embedded:
+            embedding_cache.trim_shared_cache(conn)
+        conn.commit()
+        if not report.pending:
+            self._build_graphs(lock)
+        if report.outcome == "ok" and report.files_failed:
+            report.outcome = "partial"
+
+    def _rounds(
+        self,
+        progress: VectorProgressCallback | None,
+        stop: threading.Event | None,
+        started: float,
+    ) -> None:
         report = self.report
         saved = counted_at = 0.0
         counted = written_then = 0
@@ -213,11 +325,20 @@ class _Phase:
             if stop is not None and stop.is_set():
                 report.outcome = "stopped"
                 break
-            inputs = self._next_inputs()
+            inputs = self._claim()
             if inputs is None:
-                break
-            if inputs:  # empty: every row read belonged to a file that failed just now
+                if report.outcome == "failed":  # the index changed model meanwhile
+                    break
+                left = store.pending_counts(self.conn, self.schema).total
+                self.conn.rollback()
+                if not self._wait_for_others(left, stop):
+                    break
+                counted, counted_at, written_then = left, time.perf_counter(), report.written
+            else:
                 self._embed_and_write(inputs)
+                if self.deferred:  # a sweep holds a file of this batch: let it go on first
+                    self.deferred = False
+                    _pause(stop, CLAIM_RETRY_S)
             now = time.perf_counter()
             if progress is None and now - saved < PROGRESS_EVERY:
                 continue
@@ -231,96 +352,170 @@ class _Phase:
                 done = report.written
                 record = progress_record(done, done + left, now - started)
                 store.set_meta(self.conn, self.schema, VECTORS_PROGRESS, record)
+                self.conn.commit()
+                self._beat(EMBEDDING, now - started)
             self.conn.commit()
             if progress is not None:
                 progress(VectorProgress(self.schema.name, report.written, left, now - started))
-        report.pending = store.pending_counts(self.conn, self.schema).total
-        if self.shared is not None and report.chunks_embedded + report.definitions_embedded:
-            embedding_cache.trim_shared_cache(self.conn)
-        self.conn.commit()
-        if not report.pending:
-            self._build_graphs()
-        if report.outcome == "ok" and report.files_failed:
-            report.outcome = "partial"
 
-    def _build_graphs(self) -> None:
-        """The HNSW indexes, where a first index written rows first left them for now."""
-        missing = store.vector_indexes_missing(self.conn, self.schema)
-        self.conn.rollback()
-        if not missing:
+    def _wait_for_others(self, left: int, stop: threading.Event | None) -> bool:
+        """With nothing left to claim and `left` pending (held by other processes): whether
+        to look again after a pause, rather than end the run. Not when nothing is pending,
+        nor for a run that does not wait, nor when what is pending stayed the same for
+        WAIT_PATIENCE_S."""
+        if not left or not self.wait:
+            return False
+        now = time.perf_counter()
+        if left != self.held[0]:
+            self.held = (left, now)
+        elif now - self.held[1] >= WAIT_PATIENCE_S:
+            log.info(
+                "%s: %d vectors held by other processes for %.0f s; leaving them to them",
+                self.schema.name, left, WAIT_PATIENCE_S,
+            )  # fmt: skip
+            return False
+        _pause(stop, CLAIM_RETRY_S)  # a stop meanwhile ends the next round
+        return True
+
+    def _build_graphs(self, lock: Conn) -> None:
+        """The HNSW indexes, where a first index written rows first left them for now: built
+        by one process, the one that finds nothing pending and gets the lock (`lock`, its own
+        session) first; the others leave them to it."""
+        conn, schema = self.conn, self.schema
+        missing = store.vector_indexes_missing(conn, schema)
+        conn.rollback()
+        if not missing or not store.try_graphs_lock(lock, schema):
             return
-        started = time.perf_counter()
-        rows = store.chunk_count(self.conn, self.schema)
-        memory = store.index_build_memory(rows, self.embedder.identity.dimension)
-        store.build_vector_indexes(self.conn, self.schema, memory, max(0, free_cores() - 1))
-        self.conn.commit()
-        log.info(
-            "%s: built the vectors' indexes over %d chunks in %.1f s",
-            self.schema.name,
-            rows,
-            time.perf_counter() - started,
-        )
+        try:
+            # Another process may have built them, or a sweep written rows, since we looked.
+            missing = store.vector_indexes_missing(conn, schema)
+            pending = store.pending_counts(conn, schema).total
+            conn.rollback()
+            if not missing or pending:
+                return
+            started = time.perf_counter()
+            rows = store.chunk_count(conn, schema)
+            memory = store.index_build_memory(rows, self.embedder.identity.dimension)
+            store.build_vector_indexes(conn, schema, memory, max(0, free_cores() - 1))
+            conn.commit()
+            log.info(
+                "%s: built the vectors' indexes over %d chunks in %.1f s",
+                schema.name,
+                rows,
+                time.perf_counter() - started,
+            )
+        finally:
+            store.release_graphs_lock(lock, schema)
 
     def _same_model(self) -> bool:
         """Whether the index's vectors are this embedder's (a sweep with another model
         re-embeds everything; until then nothing of this one may go in). An index no model
-        has embedded yet (written model-free) becomes this model's."""
-        recorded = store.get_meta(self.conn, self.schema, "embedding")
-        self.conn.rollback()
+        has embedded yet (written model-free) becomes this model's, once, whoever gets there
+        first; not a worker's, which fills only an index whose model is recorded."""
+        conn, schema = self.conn, self.schema
+        recorded = store.get_meta(conn, schema, "embedding")
+        conn.rollback()
         identity = self.embedder.identity
+        if recorded is None and not self.adopt:
+            self.report.outcome = "failed"
+            self.report.error = (
+                f"the index of {schema.name} records no model yet (written model-free): a "
+                "worker fills only an index whose model is recorded; a sweep or the server "
+                "with a model takes it up"
+            )
+            return False
         if recorded is None:
-            with self.conn.transaction():
-                store.set_embedding_dimension(self.conn, self.schema, identity.dimension)
-                store.set_meta(self.conn, self.schema, "embedding", identity.to_dict())
-            self.conn.commit()
-            return True
+            with conn.transaction():
+                store.lock_graphs(conn, schema)
+                recorded = store.get_meta(conn, schema, "embedding")
+                if recorded is None:
+                    store.set_embedding_dimension(conn, schema, identity.dimension)
+                    store.set_meta(conn, schema, "embedding", identity.to_dict())
+            conn.commit()
+            if recorded is None:
+                return True
         if not needs_reembed(EmbeddingModel.from_dict(recorded), identity):
             return True
         self.report.outcome = "failed"
         self.report.error = (
-            f"the index of {self.schema.name} holds vectors of another model; "
+            f"the index of {schema.name} holds vectors of another model; "
             "a sweep with this one re-embeds it"
         )
         return False
 
-    def _next_inputs(self) -> list[_Input] | None:
-        """The next batch of pending rows (chunks first), with their embedding texts; None
-        when none is pending. A definition whose lines cannot be read back as the sweep read
-        them fails its file (its rows are not pending any more)."""
+    def _still_same_model(self) -> bool:
+        """`_same_model` inside a claim: the model recorded as the rows were claimed (a sweep
+        that changes it clears the rows first, in the transaction that records it, so a row
+        claimed after that change is seen with it)."""
+        recorded = store.get_meta(self.conn, self.schema, "embedding")
+        identity = self.embedder.identity
+        if recorded is not None and not needs_reembed(EmbeddingModel.from_dict(recorded), identity):
+            return True
+        self.report.outcome = "failed"
+        self.report.error = (
+            f"the index of {self.schema.name} was given another model meanwhile; "
+            "nothing of this one goes in"
+        )
+        return False
+
+    def _claim(self) -> list[_Input] | None:
+        """Claim the next batch of pending rows (chunks first) and make their embedding
+        texts, the claim's transaction left open; None when nothing could be claimed (or the
+        model changed: the report says so), with nothing held. A definition whose lines
+        cannot be read back as the sweep read them fails its file (its rows are not pending
+        any more)."""
         conn, schema = self.conn, self.schema
-        chunks = store.pending_chunks(conn, schema, self.batch)
-        definitions: list[PendingDefinition] = []
-        if len(chunks) < self.batch:
-            definitions = store.pending_definitions(conn, schema, self.batch - len(chunks))
-        lines = store.file_lines(conn, schema, sorted({d.file_id for d in definitions}))
-        conn.rollback()
-        if not chunks and not definitions:
-            return None
-        inputs = [_chunk_input(c) for c in chunks]
-        unreadable: dict[tuple[str, str, str | None], str] = {}
-        for d in definitions:
-            made = _definition_input(d, lines.get(d.file_id, []))
-            if made is None:
-                unreadable[(d.repo, d.path, d.language)] = (
-                    f"the lines of {d.qualified_name} could not be read back from the index; "
-                    "the next sweep reads the file again"
-                )
-            else:
-                inputs.append(made)
-        for file, reason in unreadable.items():
-            self._fail(file, reason)
-        if unreadable:
-            conn.commit()
+        try:
+            chunks = store.claim_chunks(conn, schema, self.batch)
+            definitions: list[PendingDefinition] = []
+            if len(chunks) < self.batch:
+                definitions = store.claim_definitions(conn, schema, self.batch - len(chunks))
+            if not (chunks or definitions) or not self._still_same_model():
+                conn.rollback()
+                return None
+            lines = store.file_lines(conn, schema, sorted({d.file_id for d in definitions}))
+            inputs = [_chunk_input(c) for c in chunks]
+            unreadable: dict[tuple[str, str, str | None], str] = {}
+            for d in definitions:
+                made = _definition_input(d, lines.get(d.file_id, []))
+                if made is None:
+                    unreadable[(d.repo, d.path, d.language)] = (
+                        f"the lines of {d.qualified_name} could not be read back from the "
+                        "index; the next sweep reads the file again"
+                    )
+                else:
+                    inputs.append(made)
+            for file, reason in unreadable.items():
+                self._fail(file, reason)
+        except BaseException:
+            conn.rollback()
+            raise
         return [i for i in inputs if i.file not in unreadable]
 
     def _embed_and_write(self, inputs: list[_Input]) -> None:
+        """Embed the claimed `inputs` and write their vectors, then commit the claim (on any
+        failure it is rolled back: the rows are pending again). The vectors it made go to the
+        cache every project shares after that, in a transaction of their own: inside the
+        claim, another process putting the same text would wait for the whole batch."""
+        try:
+            made = self._write(inputs)
+        except BaseException:
+            self.conn.rollback()
+            raise
+        self.conn.commit()
+        if self.shared is not None and made:
+            embedding_cache.share_vectors(self.conn, self.shared, made)
+            self.conn.commit()
+
+    def _write(self, inputs: list[_Input]) -> dict[str, Any]:
+        """The claim's work: vectors found stored or embedded, written to the rows claimed;
+        returns those the model made, by hash."""
         conn, schema, report = self.conn, self.schema, self.report
         hashes = sorted({i.hash for i in inputs})
         vectors: dict[str, Any] = store.cached_embeddings(conn, schema, hashes)
         missing = [h for h in hashes if h not in vectors]
         if self.shared is not None and missing:
             vectors.update(embedding_cache.shared_vectors(conn, self.shared, missing))
-        conn.commit()
         wanted: dict[str, _Input] = {}
         for i in inputs:
             if i.hash not in vectors:
@@ -338,10 +533,8 @@ class _Phase:
         for file, reason in refused.items():
             self._fail(file, reason)
         store.set_vectors(conn, schema, rows[False], rows[True])
-        if self.shared is not None:
-            made = {h: vectors[h] for h in sorted(wanted) if h in vectors}
-            embedding_cache.share_vectors(conn, self.shared, made)
-        conn.commit()
+        # By hash: two processes putting the same texts take their keys in one order.
+        return {h: vectors[h] for h in sorted(wanted) if h in vectors}
 
     def _embed(
         self,
@@ -394,12 +587,59 @@ class _Phase:
             refused[wanted[r.index].file] = f"the embedder refused {r.label}: {r.reason}"
 
     def _fail(self, file: tuple[str, str, str | None], reason: str) -> None:
+        """Record the claimed file's failure in the claim; where a sweep holds the file's row
+        (it rewrites or deletes the file, and waits for this claim), its rows stay pending
+        and the next claim decides again."""
         repo, path, language = file
-        store.record_file_error(self.conn, self.schema, repo, path, reason, language)
+        if not store.try_record_file_error(self.conn, self.schema, repo, path, reason, language):
+            self.deferred = True
+            log.info("%s/%s: being written by a sweep; its failure is left to the next claim",
+                     repo, path)  # fmt: skip
+            return
         self.report.files_failed += 1
         if len(self.report.failures) < 200:
             self.report.failures.append({"repo": repo, "path": path, "reason": reason})
         log.warning("%s/%s: %s", repo, path, reason)
+
+    def _beat(self, state: str, elapsed: float) -> None:
+        """This process's heartbeat in the project's `rag_worker`: its state, what it wrote
+        and embedded since the last one, its run's rate."""
+        if not self.registered:
+            return
+        report, who = self.report, self.participant
+        embedded = report.chunks_embedded + report.definitions_embedded
+        rate = report.written / elapsed if state == EMBEDDING and elapsed > 0 else 0.0
+        beat = WorkerBeat(
+            who.id, who.role, who.host, who.pid, self.embedder.identity.describe(),
+            who.started_at, state, report.written - self.beaten[0], embedded - self.beaten[1],
+            round(rate, 2),
+        )  # fmt: skip
+        store.worker_beat(self.conn, self.schema, beat)
+        self.conn.commit()
+        self.beaten = (report.written, embedded)
+
+    def _sign_off(self) -> None:
+        """At the end of a run: a worker's row says it is idle (it polls on), another
+        process's goes. Best effort: a database gone away is the run's error, not this."""
+        if not self.registered:
+            return
+        try:
+            self.conn.rollback()
+            if self.participant.role == ROLE_WORKER:
+                self._beat(IDLE, 0.0)
+            else:
+                store.worker_leave(self.conn, self.schema, self.participant.id)
+                self.conn.commit()
+        except psycopg.Error as exc:
+            log.debug("%s: leaving the list of workers failed: %s", self.schema.name, exc)
+
+
+def _pause(stop: threading.Event | None, seconds: float) -> bool:
+    """Wait `seconds`, or less if `stop` is set meanwhile; whether it was."""
+    if stop is None:
+        time.sleep(seconds)
+        return False
+    return stop.wait(seconds)
 
 
 def _chunk_input(c: PendingChunk) -> _Input:
