@@ -2,7 +2,10 @@
 and the `index_status` tool all show. Works whether or not a server runs; what only a running
 server knows (next scheduled sweep) is added by the server. Model-free (`provider = none`), the
 status says so: `embedding` is `{"provider": "none"}`, `vectors` is "off", nothing is pending,
-and the model of any vectors kept from before is `kept_embedding`."""
+and the model of any vectors kept from before is `kept_embedding`. The processes filling the
+project's vectors (`code-rag worker` on any machine, a server's phase, a scan) are listed while
+they are seen (`workers`: a heartbeat in the last WORKER_LIVE_S seconds), with the rates of
+those embedding added up (`workers_per_second`)."""
 
 from __future__ import annotations
 
@@ -12,7 +15,7 @@ from typing import Any
 from chunkers import CHUNKER_VERSION
 from indexer import clock
 from indexer.clock import iso
-from indexer.db import Conn, PendingCounts, Schema, store
+from indexer.db import Conn, PendingCounts, Schema, WorkerRow, store
 from indexer.embed import PROVIDER_NONE
 from indexer.project import ROOT_EMPTY, Project, Root, root_problem
 
@@ -25,6 +28,10 @@ MAX_WARNINGS = 20
 ROWS_PROGRESS = "rows_progress"
 VECTORS_PROGRESS = "vectors_progress"
 PROGRESS_EVERY = 2.0
+# A process filling vectors beats after its batches (at most every PROGRESS_EVERY seconds)
+# and, as an idle worker, at each poll: one not seen for this long is left out of the status
+# (killed, its machine gone, or stuck on a batch this slow).
+WORKER_LIVE_S = 60.0
 
 
 def progress_record(done: int, total: int, seconds: float, **extra: Any) -> dict[str, Any]:
@@ -69,6 +76,22 @@ class SweepSummary:
 
 
 @dataclass(frozen=True, slots=True)
+class WorkerStatus:
+    """A process filling the project's vectors, as the status lists it."""
+
+    host: str
+    pid: int
+    role: str  # "worker" (`code-rag worker`) or "indexer" (a server's phase, `./bld scan`)
+    model: str
+    state: str  # "embedding" or "idle"
+    started_at: str | None
+    last_seen: str | None
+    written: int  # vectors written in this project since it started
+    embedded: int  # texts its model embedded for them
+    per_second: float  # vectors written per second in its current run (0 when idle)
+
+
+@dataclass(frozen=True, slots=True)
 class ProjectStatus:
     project: str
     indexed: bool  # False: no schema yet (never swept)
@@ -98,6 +121,10 @@ class ProjectStatus:
     rows_progress: dict[str, Any] | None = None
     # The bytes the index takes on disk (its tables, their indexes and TOAST data).
     disk_bytes: int = 0
+    # The processes filling the vectors, seen in the last WORKER_LIVE_S seconds, and the
+    # vectors per second of those embedding now, added up (None: none is).
+    workers: tuple[WorkerStatus, ...] = ()
+    workers_per_second: float | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
@@ -165,6 +192,8 @@ def project_status(conn: Conn, project: Project, *, model_free: bool = False) ->
     )
     meta = store.all_meta(conn, schema)
     chunker_version = meta.get("chunker_version")
+    workers = tuple(_worker_status(w) for w in store.live_workers(conn, schema, WORKER_LIVE_S))
+    combined = round(sum(w.per_second for w in workers if w.state == "embedding"), 2) or None
     if model_free:
         pending = PendingCounts()  # nothing waits: no vector is wanted
         if meta.get("embedding") and store.has_vectors(conn, schema):
@@ -173,7 +202,8 @@ def project_status(conn: Conn, project: Project, *, model_free: bool = False) ->
         pending = store.pending_counts(conn, schema, of_all=True)
         off = {"embedding": meta.get("embedding"), "vectors_ready": pending.ready_share}
         if pending.total and store.vectors_running(conn, schema):
-            off["extra"] = _vectors_running(meta.get(VECTORS_PROGRESS), pending.total)
+            record = meta.get(VECTORS_PROGRESS)
+            off["extra"] = _vectors_running(record, pending.total, combined)
     return ProjectStatus(
         project=project.name,
         indexed=True,
@@ -190,14 +220,34 @@ def project_status(conn: Conn, project: Project, *, model_free: bool = False) ->
         vectors_pending=pending.total,
         rows_progress=meta.get(ROWS_PROGRESS) if running else None,
         disk_bytes=store.disk_bytes(conn, schema),
+        workers=workers,
+        workers_per_second=combined,
         **off,
     )
 
 
-def _vectors_running(record: dict[str, Any] | None, pending: int) -> dict[str, Any]:
-    """What the status says of vectors another process is embedding now: its rate as it last
-    recorded it (`VECTORS_PROGRESS`), and the time left for what is pending at that rate."""
-    rate = (record or {}).get("per_second") or 0.0
+def _worker_status(row: WorkerRow) -> WorkerStatus:
+    return WorkerStatus(
+        host=row.host,
+        pid=row.pid,
+        role=row.role,
+        model=row.model,
+        state=row.state,
+        started_at=iso(row.started_at),
+        last_seen=iso(row.last_seen),
+        written=row.written,
+        embedded=row.embedded,
+        per_second=round(float(row.per_second), 2),
+    )
+
+
+def _vectors_running(
+    record: dict[str, Any] | None, pending: int, combined: float | None = None
+) -> dict[str, Any]:
+    """What the status says of vectors other processes are embedding now: their rate (the
+    live processes' added up; else as the last of them recorded it, `VECTORS_PROGRESS`), and
+    the time left for what is pending at that rate."""
+    rate = combined or (record or {}).get("per_second") or 0.0
     return {
         "vectors_running": True,
         "vectors_per_second": rate or None,

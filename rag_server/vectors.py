@@ -11,7 +11,10 @@ rows only), nothing is embedded: every project's rows go in first, then the vect
 stream.
 What the thread does is in each project's status: running, vectors per second, an estimate of
 the time left, and how its last run ended. With no embedder (model-free) there is nothing to
-embed: the worker takes no project and starts no thread.
+embed: the worker takes no project and starts no thread. The thread claims its batches as
+every process filling vectors does, so `code-rag worker` processes on this machine or others
+fill the same projects beside it (`indexer.sweep.embed_pending`), and it is listed among them
+in the status while it runs.
 """
 
 from __future__ import annotations
@@ -129,7 +132,7 @@ class VectorWorker:
             except Exception:  # a bug: keep the server up, keep the traceback in the log
                 log.exception("embedding the pending vectors of %s failed", name)
                 report = VectorReport(name, outcome="failed", error="unexpected; see the log")
-            if report.written or report.outcome not in ("ok", "busy"):
+            if report.written or report.outcome != "ok":
                 log.info(
                     "vectors of %s: %s, %d written in %.1f s, %d pending",
                     name, report.outcome, report.written, report.seconds, report.pending,

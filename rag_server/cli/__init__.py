@@ -26,7 +26,7 @@ import logging
 
 import typer
 
-from rag_server.cli import develop, index, navigation, search, serve
+from rag_server.cli import develop, index, navigation, search, serve, worker
 from rag_server.cli.db import db_app
 from rag_server.cli.model import model_app
 from rag_server.cli.tokens import token_app
@@ -55,6 +55,7 @@ for command in (
     navigation.grep,
     navigation.refs,
     serve.init,
+    worker.worker,
 ):
     app.command()(command)
 app.command(context_settings=develop.PASS_THROUGH)(develop.test)

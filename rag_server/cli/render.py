@@ -133,7 +133,6 @@ def describe_vectors(report: VectorReport) -> str:
         "ok": "done",
         "partial": "done, some files failed",
         "stopped": "stopped",
-        "busy": "another process is embedding them",
         "failed": "failed",
     }.get(report.outcome, report.outcome)
     line = (
@@ -267,6 +266,7 @@ def format_status(status: dict[str, Any]) -> list[str]:
             lines.append("    the running server embeds them; ./bld scan embeds them now")
         elif not status.get("vectors_queued"):
             lines.append("    not being embedded now: the next sweep (or ./bld scan) goes on")
+    lines.extend(_workers(status))
     last_vectors = status.get("last_vectors_run")
     if last_vectors and last_vectors.get("error"):
         lines.append(f"  vectors: {last_vectors['error']}")
@@ -289,4 +289,26 @@ def format_status(status: dict[str, Any]) -> list[str]:
         lines.append(f"  failures ({status['failed_files']:,}):")
         for f in failures:
             lines.append(f"    {f['repo']}/{f['path']}: {f['error']}")
+    return lines
+
+
+def _workers(status: dict[str, Any]) -> list[str]:
+    """The processes filling the project's vectors now (`code-rag worker`, a server's phase,
+    a scan), with their rates added up, one line each."""
+    workers = status.get("workers") or []
+    if not workers:
+        return []
+    busy = sum(1 for w in workers if w.get("state") == "embedding")
+    rate = status.get("workers_per_second")
+    lines = [
+        f"  workers: {len(workers)} live, {busy} embedding"
+        + (f", together {rate:,.1f} vectors/s" if rate else "")
+    ]
+    for w in workers:
+        doing = f"embedding, {w['per_second']:,.1f}/s" if w["state"] == "embedding" else "idle"
+        lines.append(
+            f"    {w['host']} pid {w['pid']} ({w['role']}, {w['model']}): {doing}; "
+            f"{w['written']:,} vectors written since {_when(w['started_at'])}, last seen "
+            f"{_when(w['last_seen'])}"
+        )
     return lines
