@@ -1,0 +1,80 @@
+"""The long-question eval's committed data passes its validator, and the validator refuses what
+it must: a reserved, forked, SWE-bench-test or training repository, a test or non-source
+target, a split that is not the rule's, a repository both held out and tuned on.
+
+Offline: the committed file and the rules only; the repositories' mirrors are not read here
+(`python -m bench.eval.long.questions validate` checks the base commits and target files).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from bench.eval.long import questions as qmod
+from bench.eval.long.questions import Question
+
+
+def committed() -> list[Question]:
+    questions, problems = qmod.load()
+    assert problems == []
+    return questions
+
+
+def test_the_committed_data_passes_the_offline_checks() -> None:
+    questions = committed()
+    assert qmod.validate(questions) == []
+    assert qmod.warnings(questions) == []
+
+
+def test_each_split_has_several_languages_and_unseen_repositories_are_whole() -> None:
+    questions = committed()
+    for split in qmod.SPLITS:
+        assert len({q.language for q in questions if q.split == split}) >= 3, split
+    unseen = {q.repo for q in questions if q.split == qmod.UNSEEN}
+    tuned = {q.repo for q in questions if q.split != qmod.UNSEEN}
+    assert unseen and not unseen & tuned
+    assert "marshmallow-code/marshmallow" not in unseen  # another eval's library
+
+
+def test_refused_repositories() -> None:
+    # Reserved by name (owner/name or owner-name), a fork of a reserved library, a SWE-bench
+    # test repository, and libraries of the embedding model's training corpus.
+    for repo in (
+        "redis/redis", "laravel/framework", "nlohmann/json", "tokio-rs/axum",
+        "valkey-io/valkey", "pylint-dev/astroid", "django/django", "preactjs/preact",
+        "briannesbitt/carbon",
+    ):  # fmt: skip
+        assert qmod.repo_refusal(repo) is not None, repo
+    assert qmod.repo_refusal("jqlang/jq") is None
+
+
+def test_what_counts_as_a_test_or_as_source() -> None:
+    for path in (
+        "tests/test_a.py", "src/test/java/FooTest.java", "pkg/x_test.go", "a/b.spec.ts",
+        "spec/foo_spec.rb", "conftest.py", "internal/testdata/x.go", "lib/FooIT.java",
+    ):  # fmt: skip
+        assert qmod.is_test(path), path
+    for path in ("src/latest.py", "lib/contest.rb", "src/attest/main.go"):
+        assert not qmod.is_test(path), path
+    assert qmod.source_language("CHANGELOG.md") is None
+    assert qmod.source_language("config.yml") is None
+    assert qmod.source_language("src/a.tsx") == "typescript"
+
+
+def test_the_validator_refuses_bad_rows() -> None:
+    questions = committed()
+    first = questions[0]
+    bad = [
+        replace(first, targets=()),
+        replace(first, targets=("tests/test_x.py",)),
+        replace(first, targets=("README.md",)),
+        replace(first, text="  "),
+        replace(first, base_commit="abc"),
+        replace(first, repo="redis/redis"),
+    ]
+    for row in bad:
+        assert qmod.validate([row, *questions[1:]]), row
+    # A split other than the rule's, and an id used twice.
+    moved = replace(first, split="test" if first.split == "tune" else "tune")
+    assert any("rule says" in p for p in qmod.validate([moved, *questions[1:]]))
+    assert any("used twice" in p for p in qmod.validate([first, *questions]))
