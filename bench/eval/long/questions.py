@@ -22,7 +22,8 @@ reserved or training library's name; a function whose file is not a target; more
 CAP_PER_REPO questions of one repository; a split that is not the rule's, or a repository in
 `unseen` and in tune or test. With mirrors (the default; `--offline` leaves them out) it also
 fails on a base commit the repository's mirror lacks and a target that is not a file in the
-tree at the base commit. It warns on a split with fewer than two languages.
+tree at the base commit, or whose contents the snapshot does not carry. It warns on a split
+with fewer than two languages.
 
     .venv/bin/python -m bench.eval.long.questions validate            # with the mirrors
     .venv/bin/python -m bench.eval.long.questions validate --offline  # the data alone
@@ -338,6 +339,8 @@ def _against_mirrors(questions: Sequence[Question], mirrors: Path) -> list[str]:
         for path in q.targets:
             if path not in files:
                 problems.append(f"{q.qid}: {path} is not a file at {q.base_commit[:12]}")
+        for path in mirror.absent(q.base_commit, list(q.targets)):
+            problems.append(f"{q.qid}: the snapshot does not carry {path}'s contents")
     return problems
 
 

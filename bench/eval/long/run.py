@@ -160,7 +160,7 @@ def run(
                 {
                     "repo": repo, "commit": commit, "files": len(files), "chunks": chunks,
                     "tree_files": tree.files, "written": tree.written, "removed": tree.removed,
-                    "refused": tree.refused, "failed": report.files_failed,
+                    "refused": tree.refused, "absent": tree.absent, "failed": report.files_failed,
                     "chunks_embedded": report.chunks_embedded, "seconds": round(swept, 1),
                 }
             )  # fmt: skip

@@ -5,9 +5,11 @@ own spelling; found whatever its case). A tree is written under `bench/.cache/lo
 one folder per repository, holding the files of one commit at a time: what
 `git archive <commit> | tar -x` would write, less symbolic links, submodules and every path
 that holds a reserved or training library's name (the file-level eval's rule,
-questions.path_refusal). Moving a folder to another commit rewrites only the files whose
-blob differs and removes those that are gone, so the files that did not change keep their
-mtime and a sweep of the folder re-reads only what the commits changed.
+questions.path_refusal), and less the blobs the snapshot does not carry (a snapshot may leave
+out its largest files: jars, binaries, data; `Tree.absent` counts them). Moving a folder to
+another commit rewrites only the files whose blob differs and removes those that are gone, so
+the files that did not change keep their mtime and a sweep of the folder re-reads only what
+the commits changed.
 """
 
 from __future__ import annotations
@@ -71,6 +73,20 @@ class Mirror:
     def files(self, commit: str) -> set[str]:
         return set(self.blobs(commit))
 
+    def absent(self, commit: str, paths: list[str]) -> list[str]:
+        """The paths of `paths` at `commit` whose blob the snapshot does not carry."""
+        blobs = self.blobs(commit)
+        ids = [blobs[p][1] for p in paths if p in blobs]
+        out = subprocess.run(
+            ["git", "-C", str(self.path), "cat-file", "--batch-check"],
+            input="".join(f"{i}\n" for i in ids),
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        missing = {line.split()[0] for line in out.splitlines() if line.endswith(" missing")}
+        return [p for p in paths if p in blobs and blobs[p][1] in missing]
+
     def kept(self, commit: str) -> tuple[dict[str, tuple[str, str]], list[str]]:
         """The files a tree at `commit` holds, and the paths left out (a reserved or training
         library's name)."""
@@ -111,6 +127,7 @@ class Tree:
     written: int  # files written to reach this commit (all of them, the first time)
     removed: int
     refused: int  # files left out for a reserved or training library's name
+    absent: int  # files whose blob the snapshot does not carry
 
 
 def materialise(mirror: Mirror, commit: str, trees: Path = TREES) -> Tree:
@@ -126,7 +143,7 @@ def materialise(mirror: Mirror, commit: str, trees: Path = TREES) -> Tree:
         shutil.rmtree(folder, ignore_errors=True)
     have: dict[str, list[str]] = record.get("blobs", {})
     if record.get("commit") == commit:
-        return Tree(folder, commit, len(wanted), 0, 0, len(refused))
+        return Tree(folder, commit, len(have), 0, 0, len(refused), record.get("absent", 0))
     record_path.unlink(missing_ok=True)  # a write cut short leaves no record: rebuilt whole
     removed = 0
     for path in sorted(set(have) - set(wanted), reverse=True):
@@ -136,11 +153,13 @@ def materialise(mirror: Mirror, commit: str, trees: Path = TREES) -> Tree:
             removed += 1
         _prune(target.parent, folder)
     changed = [p for p, blob in wanted.items() if tuple(have.get(p, ())) != blob]
-    _write_blobs(mirror.path, folder, [(p, *wanted[p]) for p in changed])
+    absent = _write_blobs(mirror.path, folder, [(p, *wanted[p]) for p in changed])
     folder.mkdir(parents=True, exist_ok=True)
-    blobs = {p: list(b) for p, b in wanted.items()}
-    record_path.write_text(json.dumps({"commit": commit, "blobs": blobs}))
-    return Tree(folder, commit, len(wanted), len(changed), removed, len(refused))
+    blobs = {p: list(b) for p, b in wanted.items() if p not in absent}
+    record = {"commit": commit, "blobs": blobs, "absent": len(absent)}
+    record_path.write_text(json.dumps(record))
+    written = len(changed) - len(absent)
+    return Tree(folder, commit, len(blobs), written, removed, len(refused), len(absent))
 
 
 def _prune(folder: Path, top: Path) -> None:
@@ -150,10 +169,12 @@ def _prune(folder: Path, top: Path) -> None:
         folder = folder.parent
 
 
-def _write_blobs(git_dir: Path, folder: Path, wanted: list[tuple[str, str, str]]) -> None:
-    """Write each (path, mode, blob id) under `folder`, read through one `git cat-file`."""
+def _write_blobs(git_dir: Path, folder: Path, wanted: list[tuple[str, str, str]]) -> set[str]:
+    """Write each (path, mode, blob id) under `folder`, read through one `git cat-file`; the
+    paths whose blob the mirror lacks."""
+    absent: set[str] = set()
     if not wanted:
-        return
+        return absent
     proc = subprocess.Popen(
         ["git", "-C", str(git_dir), "cat-file", "--batch"],
         stdin=subprocess.PIPE,
@@ -165,6 +186,9 @@ def _write_blobs(git_dir: Path, folder: Path, wanted: list[tuple[str, str, str]]
             proc.stdin.write(f"{sha}\n".encode())
             proc.stdin.flush()
             header = proc.stdout.readline().split()
+            if len(header) == 2 and header[1] == b"missing":
+                absent.add(path)
+                continue
             size = int(header[2])
             data = proc.stdout.read(size)
             proc.stdout.read(1)  # the newline after the contents
@@ -179,3 +203,4 @@ def _write_blobs(git_dir: Path, folder: Path, wanted: list[tuple[str, str, str]]
     finally:
         proc.stdin.close()
         proc.wait()
+    return absent
