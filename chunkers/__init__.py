@@ -9,7 +9,14 @@ No I/O beyond the bytes handed in, no database. Public API:
 """
 
 from .detect import KNOWN_LANGUAGES, detect_language, is_binary
-from .embedding import DEFINITION_CHARS, Ranges, definition_ranges, embedding_text, lone_definitions
+from .embedding import (
+    DEFINITION_CHARS,
+    Ranges,
+    definition_ranges,
+    embedding_text,
+    lone_definitions,
+    pooled_ranges,
+)
 from .grammars import has_symbols
 from .model import CHUNKER_VERSION, Chunk, ChunkerConfig, ChunkResult, Symbol
 from .pipeline import UNKNOWN_LANGUAGE, chunk_file
@@ -31,4 +38,5 @@ __all__ = [
     "has_symbols",
     "is_binary",
     "lone_definitions",
+    "pooled_ranges",
 ]

@@ -71,3 +71,12 @@ def definition_ranges(chunk: Chunk, start_line: int, end_line: int, path: str) -
     if end <= start:
         return ()
     return ((0, body), (start, end))
+
+
+def pooled_ranges(chunk: Chunk, start_line: int, end_line: int, path: str) -> Ranges:
+    """What a definition's vector is pooled from in its chunk's pass: `definition_ranges`, or
+    where the chunk holds none of its lines (never the case for the chunk holding its
+    signature line), the chunk's whole text."""
+    return definition_ranges(chunk, start_line, end_line, path) or (
+        (0, len(embedding_text(chunk, path))),
+    )

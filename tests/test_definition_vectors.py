@@ -344,3 +344,48 @@ def test_pooled_definitions_need_the_local_model(ollama_standin: OllamaStandin) 
 
     with pytest.raises(ConfigError, match="definition_vectors = pooled needs provider = local"):
         make_embedder("ollama", None, ollama_standin.url, definition_vectors="pooled")
+
+
+def test_pooled_definitions_follow_the_rows_as_the_sweep_would_pool_them(
+    database: Database, conn: Conn, tree: Path, project_name: str, pooling: Any
+) -> None:
+    # Rows first, vectors after: each claimed chunk brings its definitions along and one pass
+    # gives all their vectors, the same as a sweep that embeds as it goes.
+    from indexer.sweep import embed_pending
+
+    inline = Project(project_name, (Root(tree, "shop"),))
+    assert sweep_project(database, inline, pooling, SweepOptions()).outcome == "ok"
+    expected = {
+        n: (k, v.to_numpy()) for n, k, v in read(conn, inline.name, SYMBOL_VECTORS, "cart.py")
+    }
+    store.drop_project(conn, Schema(inline.name))
+    conn.execute(pgsql.SQL('TRUNCATE "code-rag".embedding_cache'))
+    conn.commit()
+    report = sweep_project(database, inline, pooling, SweepOptions(defer_vectors=True))
+    assert report.vectors_deferred == 1 + 4  # the chunk and its four definitions
+    later = embed_pending(database, inline, pooling)
+    assert later.outcome == "ok" and later.pending == 0
+    assert (later.chunks_embedded, later.definitions_embedded, later.definitions_pooled) == (
+        1,
+        0,
+        4,
+    )
+    for name, key, vector in read(conn, inline.name, SYMBOL_VECTORS, "cart.py"):
+        assert key == expected[name][0]
+        assert np.allclose(vector.to_numpy(), expected[name][1], atol=1e-6), name
+
+    # A definition waiting alone, its chunk's vector in: the chunk is read and run for its
+    # pass only, and its own vector stays as it was.
+    schema = pgsql.Identifier(inline.name)
+    conn.execute(
+        pgsql.SQL(
+            "UPDATE {}.rag_symbol SET embedding = NULL WHERE qualified_name = 'Cart.add'"
+        ).format(schema)
+    )
+    conn.execute(pgsql.SQL('TRUNCATE "code-rag".embedding_cache'))
+    conn.commit()
+    again = embed_pending(database, inline, pooling)
+    assert again.outcome == "ok" and again.pending == 0
+    assert (again.chunks_embedded, again.definitions_pooled) == (1, 1)
+    stored = {n: v.to_numpy() for n, _, v in read(conn, inline.name, SYMBOL_VECTORS, "cart.py")}
+    assert np.allclose(stored["Cart.add"], expected["Cart.add"][1], atol=1e-6)

@@ -21,7 +21,7 @@ from typing import Any, NamedTuple
 
 import psycopg
 
-from chunkers import Chunk, Ranges, definition_ranges, embedding_text
+from chunkers import Chunk, Ranges, embedding_text, pooled_ranges
 from indexer.db import Conn, Schema, bulk, embedding_cache, statement_limit, store
 from indexer.embed import Embedder, count_tokens, pools_definitions, tokens_embedded
 from indexer.errors import RagError
@@ -74,9 +74,8 @@ class Writer:
         self.defer = defer  # rows first, their vectors later (`vectors.embed_pending`)
         self.shared = shared  # the model's key in the cache every project shares, if any
         # A batch's chunks whose passes also pool definitions' vectors, by the chunk's key:
-        # each definition's key, its ranges in the chunk's text, and itself as a text of its
-        # own (embedded alone only if no token of the chunk's pass falls in its ranges).
-        self.spans: dict[str, list[tuple[str, Ranges, Wanted]]] = {}
+        # each definition's key and its ranges in the chunk's text.
+        self.spans: dict[str, list[tuple[str, Ranges]]] = {}
         self.pooling: set[str] = set()  # the keys of the definitions those passes pool
 
     def embed_and_write(self, batch: Batch) -> None:
@@ -125,8 +124,7 @@ class Writer:
     ) -> None:
         """Ask the pass of each chunk holding one of `f`'s definitions that no chunk speaks
         for to pool that definition's vector too (`self.spans`): its chunk is embedded even
-        where the chunk's own vector is stored already. A definition its chunk cannot hold
-        (no line of it there) is embedded alone."""
+        where the chunk's own vector is stored already."""
         path = f.candidate.path
         for d, key, holder in zip(
             f.definitions, f.definition_hashes, f.definition_chunks, strict=True
@@ -134,11 +132,8 @@ class Writer:
             if key in vectors or key in wanted or key in self.pooling:
                 continue
             chunk, chunk_key = f.chunks[holder], f.hashes[holder]
-            ranges = definition_ranges(chunk, d.start_line, d.end_line, path)
-            if not ranges:
-                wanted[key] = _wanted(f, d, True)
-                continue
-            self.spans.setdefault(chunk_key, []).append((key, ranges, _wanted(f, d, True)))
+            ranges = pooled_ranges(chunk, d.start_line, d.end_line, path)
+            self.spans.setdefault(chunk_key, []).append((key, ranges))
             self.pooling.add(key)
             if chunk_key not in wanted:
                 wanted[chunk_key] = _wanted(f, chunk, False)
@@ -178,7 +173,7 @@ class Writer:
         texts, labels = [wanted[k].text for k in keys], [wanted[k].label for k in keys]
         asked = [self.spans.get(k, []) for k in keys]
         if any(asked):
-            spans = [[ranges for _, ranges, _ in a] for a in asked]
+            spans = [[ranges for _, ranges in a] for a in asked]
             result = self.embedder.embed_documents(texts, labels, spans=spans)  # type: ignore[call-arg]
         else:
             result = self.embedder.embed_documents(texts, labels)
@@ -197,18 +192,15 @@ class Writer:
                     report.chunks_embedded += 1
         for r in result.refused:
             refused[keys[r.index]] = f"the embedder refused {r.label}: {r.reason}"
-        alone: dict[str, Wanted] = {}  # pooled from no token (cut by document_tokens)
-        for key, pooled, found in zip(keys, asked, result.span_vectors or (), strict=False):
-            for (definition, _, own), vector in zip(pooled, found, strict=True):
-                if key in refused:
-                    refused[definition] = refused[key]
-                elif vector is None:
-                    alone[definition] = own
+        for key, pooled, found in zip(keys, asked, result.span_vectors, strict=False):
+            for (definition, _), vector in zip(pooled, found, strict=True):
+                # No token of its lines in the pass (cut by document_tokens): the chunk's.
+                chosen = vector if vector is not None else vectors.get(key)
+                if key in refused or chosen is None:
+                    refused[definition] = refused.get(key, "its chunk has no vector")
                 else:
-                    vectors[definition] = np.asarray(vector, dtype=np.float32)
+                    vectors[definition] = np.asarray(chosen, dtype=np.float32)
                     report.definitions_pooled += 1
-        if alone:
-            self._embed(list(alone), alone, vectors, refused)
 
     def _embed_file_by_file(
         self,
