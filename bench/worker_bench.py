@@ -11,8 +11,14 @@ start left out; they are shown apart as the whole wall time). Configurations: on
 one thread, two workers with one thread each (target: >= 1.8 x the first on two cores), and,
 for reference, one worker with two threads.
 
+`--embedder standin`: the workers embed with Ollama's test stand-in (tests/ollama_standin.py)
+answering each request `--delay` seconds late, a model that costs no processor time here (as
+Ollama on a GPU host would): what is left is the workers' own work and PostgreSQL's, so the
+figures say how far claims scale, with 1, 2 and 4 workers.
+
     nice -n 10 .venv/bin/python -m bench.worker_bench                 # 3 runs of each
     nice -n 10 .venv/bin/python -m bench.worker_bench --runs 5 --files 300
+    nice -n 10 .venv/bin/python -m bench.worker_bench --embedder standin --delay 0.5
 
 These machines are shared: the load average is printed at the start and after each run, and
 the figures are medians.
@@ -67,6 +73,13 @@ CONFIGS = (
     Config("2 workers x 1 thread", 2, 1),
     Config("1 worker x 2 threads", 1, 2),
 )
+# With the stand-in the model's threads do not matter: how many workers does.
+STANDIN_CONFIGS = (
+    Config("1 worker", 1, 1),
+    Config("2 workers", 2, 1),
+    Config("4 workers", 4, 1),
+)
+STANDIN_MODEL = "nomic-embed-text:v1.5"
 
 
 @dataclass(frozen=True)
@@ -165,33 +178,55 @@ def main() -> None:
         help="each worker's --batch: texts per claim (smaller than the default 128, so that "
         "the last batches of a run this short leave no worker idle for long)",
     )
+    parser.add_argument(
+        "--embedder",
+        choices=("local", "standin"),
+        default="local",
+        help="the bundled local model, or a stand-in that costs no processor time here",
+    )
+    parser.add_argument(
+        "--delay", type=float, default=0.5, help="standin: seconds each request takes"
+    )
     args = parser.parse_args()
     print(f"machine: {machine.describe()}")
     print(f"command: {machine.command()}")
     dsn = os.environ.get("CODE_RAG_DSN", "")
     work = Path(tempfile.mkdtemp(prefix="code-rag-bench-"))
     work.chmod(0o755)
+    standin = None
     try:
         tree = corpus(args.files, work / "src")
         with Database(dsn, work / "data") as db:
             project = Project(NAME, (Root(tree, PACKAGE),))
-            embedder = make_embedder("local")
+            if args.embedder == "standin":
+                from tests.ollama_standin import OllamaStandin
+
+                standin = OllamaStandin().start()
+                standin.delay_seconds = args.delay
+                embedding = f"provider = ollama\nmodel = {STANDIN_MODEL}\nhost = {standin.url}\n"
+                embedder = make_embedder("ollama", STANDIN_MODEL, standin.url)
+                configs = STANDIN_CONFIGS
+            else:
+                embedding = "provider = local\n"
+                embedder = make_embedder("local")
+                configs = CONFIGS
             try:
                 swept = sweep_project(db, project, embedder, SweepOptions(defer_vectors=True))
             finally:
                 embedder.close()
             ini = work / "application.ini"
             ini.write_text(
-                f"[database]\ndsn = {db.dsn}\n[embedding]\nprovider = local\n", encoding="utf-8"
+                f"[database]\ndsn = {db.dsn}\n[embedding]\n{embedding}", encoding="utf-8"
             )
             print(
                 f"corpus: {swept.files_changed} files of {PACKAGE}, {swept.chunks_written} "
                 f"chunks, {swept.vectors_deferred} texts pending; {args.runs} runs of each, "
-                f"batches of {args.batch}"
+                f"batches of {args.batch}, {args.embedder} model"
+                + (f" answering {args.delay} s late" if standin is not None else "")
             )
-            results: dict[str, list[Run]] = {c.label: [] for c in CONFIGS}
+            results: dict[str, list[Run]] = {c.label: [] for c in configs}
             for i in range(args.runs):  # interleaved: a burst of load hits every configuration
-                for config in CONFIGS:
+                for config in configs:
                     run = run_once(db, config, ini, args.batch)
                     results[config.label].append(run)
                     print(
@@ -201,11 +236,13 @@ def main() -> None:
                     )
             report(results)
     finally:
+        if standin is not None:
+            standin.stop()
         shutil.rmtree(work, ignore_errors=True)
 
 
 def report(results: dict[str, list[Run]]) -> None:
-    base = statistics.median(r.per_second for r in results[CONFIGS[0].label])
+    base = statistics.median(r.per_second for r in next(iter(results.values())))
     print("\n| configuration | texts/s (median) | runs | x 1 worker | wall s (median) |")
     print("|---|---|---|---|---|")
     for label, runs in results.items():
