@@ -20,9 +20,8 @@ are in, until every vector is in, and the scan's own end (graphs built).
 `--corpus DIR` indexes each folder of DIR as a project instead (listed in name order): the
 whole first index of the file-level eval's corpus is `--corpus bench/.cache/files/corpus`. A
 `--code` of `PATH:N` runs that checkout with `[embedding] document_tokens = N`, so a cut is
-measured side by side with whole texts; `PATH:pooled` with `[embedding] definition_vectors =
-pooled` (each definition no chunk speaks for pooled from its chunk's pass). The embedding work
-each scan printed (texts and tokens embedded, the source's tokens) is summed over the projects.
+measured side by side with whole texts. The embedding work each scan printed (texts and tokens
+embedded, the source's tokens) is summed over the projects.
 
     .venv/bin/python -m bench.scan_all_bench --corpus bench/.cache/files/corpus --runs 1 \
         --code ../base --code . --code .:128
@@ -58,7 +57,6 @@ LISTED = ("medium", "large", "small")  # the order of the projects file
 MAX_BYTES = 8000  # small modules only: a few texts each, so a scan takes a minute or two
 HERE = Path(__file__).resolve().parent.parent
 POLL_S = 0.25
-POOLED = "pooled"
 
 
 def copy_projects(work: Path, sizes: Sequence[int]) -> dict[str, int]:
@@ -90,17 +88,11 @@ def corpus_projects(corpus: Path) -> dict[str, Path]:
     }
 
 
-def write_config(work: Path, dsn: str, roots: dict[str, Path], setting: str = "") -> Path:
-    """The configuration of one variant: `setting` is "" (the defaults), a count of tokens
-    (`document_tokens`) or "pooled" (`definition_vectors`)."""
+def write_config(work: Path, dsn: str, roots: dict[str, Path], tokens: int = 0) -> Path:
     projects = {name: {"roots": [str(root)]} for name, root in roots.items()}
     (work / "rag-projects.json").write_text(json.dumps({"projects": projects}))
-    config = work / f"application-{setting or 'default'}.ini"
-    cut = ""
-    if setting == POOLED:
-        cut = f"definition_vectors = {POOLED}\n"
-    elif setting:
-        cut = f"document_tokens = {int(setting)}\n"
+    config = work / f"application-{tokens}.ini"
+    cut = f"document_tokens = {tokens}\n" if tokens else ""
     config.write_text(
         f"[database]\ndsn = {dsn}\n[embedding]\nprovider = local\n{cut}"
         "[paths]\ndata = data\nprojects = rag-projects.json\n"
@@ -220,8 +212,7 @@ def main() -> None:
     parser.add_argument(
         "--code",
         action="append",
-        help="a checkout whose `scan` runs, PATH, PATH:N for [embedding] document_tokens = N "
-        "or PATH:pooled for definition_vectors = pooled "
+        help="a checkout whose `scan` runs, PATH or PATH:N for [embedding] document_tokens = N "
         "(repeat: alternated per run); default this one",
     )
     args = parser.parse_args()
@@ -231,7 +222,7 @@ def main() -> None:
     variants = [_variant(c) for c in args.code or [str(HERE)]]
     work = Path(tempfile.mkdtemp(prefix="code-rag-scan-all-"))
     work.chmod(0o755)  # the embedded server runs as its own user when this runs as root
-    results: dict[tuple[Path, str], list[dict[str, Any]]] = {v: [] for v in variants}
+    results: dict[tuple[Path, int], list[dict[str, Any]]] = {v: [] for v in variants}
     try:
         if args.corpus:
             roots = corpus_projects(args.corpus.resolve())
@@ -282,18 +273,14 @@ def main() -> None:
 _TOTALS = ("rows_all", "vectors_all", "wall")
 
 
-def _variant(text: str) -> tuple[Path, str]:
-    """`PATH`, `PATH:N` or `PATH:pooled` (a checkout, and its [embedding] setting)."""
-    path, _, setting = text.partition(":")
-    if setting and setting != POOLED:
-        setting = str(int(setting))
-    return Path(path).resolve(), setting
+def _variant(text: str) -> tuple[Path, int]:
+    """`PATH` or `PATH:N` (a checkout, and [embedding] document_tokens)."""
+    path, _, tokens = text.partition(":")
+    return Path(path).resolve(), int(tokens or 0)
 
 
-def _name(code: Path, setting: str) -> str:
-    if setting == POOLED:
-        return label(code) + " definitions pooled"
-    return label(code) + (f" document_tokens {setting}" if setting else "")
+def _name(code: Path, tokens: int) -> str:
+    return label(code) + (f" document_tokens {tokens}" if tokens else "")
 
 
 def _medians(runs: Sequence[dict[str, Any]], kinds: Sequence[str]) -> dict[str, float]:

@@ -1,22 +1,14 @@
 """Text in, chunks out: language detection, tree-sitter symbol chunks, line windows.
 
 No I/O beyond the bytes handed in, no database. Public API:
-`chunk_file`, `detect_language`, `is_binary`, `embedding_text`, `lone_definitions`,
-`definition_ranges` (a definition's place in its chunk's embedding text), `Chunk`,
+`chunk_file`, `detect_language`, `is_binary`, `embedding_text`, `lone_definitions`, `Chunk`,
 `ChunkResult`, `ChunkerConfig`, `Symbol`, `CHUNKER_VERSION`; what the index asks of a language
 (`has_symbols`, `KNOWN_LANGUAGES`, `UNKNOWN_LANGUAGE`) and of a definition's text
 (`DEFINITION_CHARS`).
 """
 
 from .detect import KNOWN_LANGUAGES, detect_language, is_binary
-from .embedding import (
-    DEFINITION_CHARS,
-    Ranges,
-    definition_ranges,
-    embedding_text,
-    lone_definitions,
-    pooled_ranges,
-)
+from .embedding import DEFINITION_CHARS, embedding_text, lone_definitions
 from .grammars import has_symbols
 from .model import CHUNKER_VERSION, Chunk, ChunkerConfig, ChunkResult, Symbol
 from .pipeline import UNKNOWN_LANGUAGE, chunk_file
@@ -29,14 +21,11 @@ __all__ = [
     "Chunk",
     "ChunkResult",
     "ChunkerConfig",
-    "Ranges",
     "Symbol",
     "chunk_file",
-    "definition_ranges",
     "detect_language",
     "embedding_text",
     "has_symbols",
     "is_binary",
     "lone_definitions",
-    "pooled_ranges",
 ]

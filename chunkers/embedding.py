@@ -8,9 +8,6 @@ from __future__ import annotations
 
 from .model import Chunk, ChunkResult
 
-# Character ranges of a text, (start, end) each: the parts of it a vector is pooled from.
-Ranges = tuple[tuple[int, int], ...]
-
 # A definition's own text is embedded up to here (its header and signature come first): the
 # local model reads about 1,000 characters of it, a larger Ollama model more.
 DEFINITION_CHARS = 2000
@@ -52,31 +49,3 @@ def lone_definitions(
             (i, Chunk(s.start_line, s.end_line, s.qualified_name, s.kind, language, content))
         )
     return tuple(out)
-
-
-def definition_ranges(chunk: Chunk, start_line: int, end_line: int, path: str) -> Ranges:
-    """Where a definition of lines `start_line..end_line` lies in `embedding_text(chunk, path)`,
-    as the character ranges its vector is pooled from when the chunk's own pass embeds it: the
-    header (the file, language and symbol the reader sees first) and the definition's lines
-    that the chunk holds. Empty when the chunk holds none of them."""
-    first, last = max(start_line, chunk.start_line), min(end_line, chunk.end_line)
-    if first > last:
-        return ()
-    text = embedding_text(chunk, path)
-    body = len(text) - len(chunk.content)
-    lines = chunk.content.split("\n")
-    offset = first - chunk.start_line
-    start = body + sum(len(line) + 1 for line in lines[:offset])
-    end = start + len("\n".join(lines[offset : last - chunk.start_line + 1]))
-    if end <= start:
-        return ()
-    return ((0, body), (start, end))
-
-
-def pooled_ranges(chunk: Chunk, start_line: int, end_line: int, path: str) -> Ranges:
-    """What a definition's vector is pooled from in its chunk's pass: `definition_ranges`, or
-    where the chunk holds none of its lines (never the case for the chunk holding its
-    signature line), the chunk's whole text."""
-    return definition_ranges(chunk, start_line, end_line, path) or (
-        (0, len(embedding_text(chunk, path))),
-    )

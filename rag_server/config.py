@@ -22,8 +22,6 @@ from typing import TYPE_CHECKING, Any
 from indexer.embed import (
     DEFAULT_OLLAMA_HOST,
     DEFAULT_PROVIDER,
-    DEFINITION_VECTORS,
-    DEFINITIONS_OWN,
     MIN_DOCUMENT_TOKENS,
     PROVIDER_NONE,
     PROVIDERS,
@@ -84,9 +82,6 @@ class EmbeddingSettings:
     # Each chunk and definition embedded from its first this many tokens; 0: the whole text
     # (docs/operations.md: what a shorter cut saves and costs).
     document_tokens: int = DEFAULT_DOCUMENT_TOKENS
-    # A definition no chunk speaks for: its own text embedded alone, or its vector pooled from
-    # its chunk's pass (local only; docs/operations.md: what each costs).
-    definition_vectors: str = DEFINITIONS_OWN
 
     @property
     def model_free(self) -> bool:
@@ -159,7 +154,6 @@ INI_KEYS: dict[str, dict[str, tuple[str, Any]]] = {
             f"0 (whole texts) or an integer from {MIN_DOCUMENT_TOKENS} to 8192",
             (int, 0, 8192),
         ),
-        "definition_vectors": ("one of: " + ", ".join(DEFINITION_VECTORS), DEFINITION_VECTORS),
     },
     "indexer": {
         "enabled": ("true or false", bool),
@@ -708,8 +702,6 @@ def make_settings_embedder(settings: Settings) -> Embedder | None:
         options["threads"] = emb.threads
     if emb.document_tokens:
         options["document_tokens"] = emb.document_tokens
-    if emb.definition_vectors != DEFINITIONS_OWN:
-        options["definition_vectors"] = emb.definition_vectors
     return make_embedder(emb.provider, emb.model or None, emb.host, **options)
 
 

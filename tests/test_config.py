@@ -201,24 +201,6 @@ def test_a_document_cut_reaches_the_embedder_and_a_cut_too_short_is_refused(
     )
 
 
-def test_pooled_definition_vectors_reach_the_local_embedder_and_its_identity(
-    tmp_path: Path,
-) -> None:
-    # [embedding] definition_vectors: own (the default) or pooled; pooled is recorded in the
-    # index's identity, so switching it embeds the vectors again and never mixes the two.
-    settings = load_settings(write(tmp_path, "[embedding]\ndefinition_vectors = pooled\n"))
-    embedder = make_settings_embedder(settings)
-    assert embedder is not None and embedder.identity.definition_vectors == "pooled"
-    default = make_settings_embedder(load_settings(write(tmp_path, "")))
-    assert default is not None and default.identity.definition_vectors == "own"
-    assert default.identity.index_key != embedder.identity.index_key
-    path = write(tmp_path, "[embedding]\ndefinition_vectors = shared\n")
-    assert error_of(path) == (
-        f"{path}: [embedding] definition_vectors = 'shared' is not valid: "
-        "expected one of: own, pooled"
-    )
-
-
 def test_invalid_project_name(tmp_path: Path) -> None:
     (tmp_path / "src").mkdir()
     path = write(tmp_path, projects={"My-App": {"roots": ["src"]}})

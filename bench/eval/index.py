@@ -25,7 +25,7 @@ import indexer.sweep.write as sweep_module
 from chunkers import Chunk, ChunkerConfig, embedding_text
 from indexer import lexical
 from indexer.db import Conn, Database, Schema, store
-from indexer.embed import DEFINITIONS_OWN, Embedder, make_embedder
+from indexer.embed import Embedder, make_embedder
 from indexer.embed.model_dir import bundled_model_dir, read_manifest
 from indexer.project import Project, Root
 from indexer.sweep import (
@@ -81,13 +81,9 @@ def model_suffix(embedder: Embedder | None) -> str:
         return ""
     cut = embedder.identity.document_tokens
     tag = f"_t{cut}" if cut else ""
-    if embedder.identity.definition_vectors != DEFINITIONS_OWN:
-        tag += f"_d{embedder.identity.definition_vectors}"
     if embedder.identity.model == read_manifest(bundled_model_dir()).name:
         return tag
-    identity = replace(
-        embedder.identity, document_tokens=0, definition_vectors=DEFINITIONS_OWN
-    ).to_dict()
+    identity = replace(embedder.identity, document_tokens=0).to_dict()
     return (
         "_m" + hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:8] + tag
     )

@@ -62,8 +62,6 @@ from bench.eval.index import (
 )
 from indexer.db import Schema
 from indexer.embed import (
-    DEFINITION_VECTORS,
-    DEFINITIONS_OWN,
     Embedder,
     make_embedder,
 )
@@ -241,13 +239,6 @@ def main(argv: Sequence[str] | None = None) -> None:
         help="embed each text's first N tokens ([embedding] document_tokens; 0: whole texts)",
     )
     ap.add_argument(
-        "--definition-vectors",
-        choices=DEFINITION_VECTORS,
-        default=DEFINITIONS_OWN,
-        help="a definition no chunk speaks for: its own text embedded (own) or its vector "
-        "pooled from its chunk's pass (pooled); [embedding] definition_vectors",
-    )
-    ap.add_argument(
         "--rows-first",
         action="store_true",
         help="search an index built as a first index is: rows first, then the vectors after",
@@ -280,12 +271,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     # (--chunk-chars builds an index of that chunk size for each eval run.)
     if args.eval != "docstring" and (args.header != "chunker" or args.cache != CACHE):
         ap.error("--header and --cache change the docstring eval's index: add --eval docstring")
-    model = make_embedder(
-        "local",
-        args.model,
-        document_tokens=args.document_tokens,
-        definition_vectors=args.definition_vectors,
-    )
+    model = make_embedder("local", args.model, document_tokens=args.document_tokens)
     ranking = args.ranking
     deep: dict[str, list[dict[str, Any]]] = {"docstring": [], "questions": []}
     keep = args.json is not None

@@ -242,7 +242,6 @@ class PendingDefinition:
     repo: str
     path: str
     language: str | None
-    chunk_id: int | None = None  # the chunk holding its signature line
 
 
 @dataclass(frozen=True, slots=True)

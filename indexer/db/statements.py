@@ -427,7 +427,7 @@ SELECT c.id, c.content_sha256, c.start_line, c.end_line, c.content, c.symbol, c.
 """
 PENDING_DEFINITIONS = """
 SELECT s.id, s.content_sha256, s.qualified_name, s.kind, s.start_line, s.end_line, s.file_id,
-       f.repo, f.path, f.language, s.chunk_id
+       f.repo, f.path, f.language
   FROM {schema}.rag_symbol s
   JOIN {schema}.rag_file f ON f.id = s.file_id
  WHERE s.embedding IS NULL AND s.content_sha256 IS NOT NULL AND f.error IS NULL
@@ -441,27 +441,6 @@ SELECT s.id, s.content_sha256, s.qualified_name, s.kind, s.start_line, s.end_lin
 # rewriting the file waits at its rows for the batch in flight, and nothing waits on a sweep.
 CLAIM_CHUNKS = PENDING_CHUNKS + "   FOR UPDATE OF c SKIP LOCKED\n"
 CLAIM_DEFINITIONS = PENDING_DEFINITIONS + "   FOR UPDATE OF s SKIP LOCKED\n"
-# Definitions pooled from their chunks' passes (`definition_vectors = pooled`): those of the
-# chunks a claim holds come with them, so one pass of each chunk gives all their vectors.
-CLAIM_DEFINITIONS_OF = """
-SELECT s.id, s.content_sha256, s.qualified_name, s.kind, s.start_line, s.end_line, s.file_id,
-       f.repo, f.path, f.language, s.chunk_id
-  FROM {schema}.rag_symbol s
-  JOIN {schema}.rag_file f ON f.id = s.file_id
- WHERE s.chunk_id = ANY(%(chunks)s)
-   AND s.embedding IS NULL AND s.content_sha256 IS NOT NULL AND f.error IS NULL
- ORDER BY s.id
-   FOR UPDATE OF s SKIP LOCKED
-"""
-# The chunks that hold claimed definitions whose own chunks were not claimed (their vectors are
-# in): read, not claimed, for their passes only.
-CHUNKS_BY_ID = """
-SELECT c.id, c.content_sha256, c.start_line, c.end_line, c.content, c.symbol, c.kind,
-       f.repo, f.path, f.language
-  FROM {schema}.rag_chunk c
-  JOIN {schema}.rag_file f ON f.id = c.file_id
- WHERE c.id = ANY(%(ids)s)
-"""
 # A claim's failed file is recorded only if its row can be locked at once: a sweep holding it
 # (rewriting or deleting the file) may be waiting for the claim's rows, and waiting for it in
 # turn would be a deadlock; the rows stay pending and the next claim decides again.

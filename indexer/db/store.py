@@ -561,24 +561,6 @@ def claim_definitions(conn: Conn, schema: Schema, limit: int) -> list[PendingDef
     )
 
 
-def claim_definitions_of(
-    conn: Conn, schema: Schema, chunk_ids: Sequence[int]
-) -> list[PendingDefinition]:
-    """The pending definitions held by the chunks `chunk_ids`, claimed as `claim_chunks`
-    claims chunks (those another transaction holds skipped)."""
-    if not chunk_ids:
-        return []
-    sql = schema.sql(statements.CLAIM_DEFINITIONS_OF)
-    return typed_rows(conn, PendingDefinition, sql, {"chunks": list(chunk_ids)})
-
-
-def chunks_by_id(conn: Conn, schema: Schema, ids: Sequence[int]) -> list[PendingChunk]:
-    """The chunks `ids` as a pending chunk's row reads (read, not claimed)."""
-    if not ids:
-        return []
-    return typed_rows(conn, PendingChunk, schema.sql(statements.CHUNKS_BY_ID), {"ids": list(ids)})
-
-
 def try_record_file_error(
     conn: Conn, schema: Schema, repo: str, path: str, error: str, language: str | None = None
 ) -> bool:

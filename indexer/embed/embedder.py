@@ -23,13 +23,6 @@ PROVIDER_OLLAMA = "ollama"
 # No model at all: keyword, names and navigation only; nothing is embedded, no vector is read.
 PROVIDER_NONE = "none"
 PROVIDERS = (PROVIDER_LOCAL, PROVIDER_OLLAMA, PROVIDER_NONE)
-# How a definition no chunk speaks for gets its vector (`[embedding] definition_vectors`): its
-# own text embedded alone, or pooled from the pass of the chunk that holds it (local only: an
-# embedder whose service returns no token outputs, like Ollama, embeds it alone).
-DEFINITIONS_OWN = "own"
-DEFINITIONS_POOLED = "pooled"
-DEFINITION_VECTORS = (DEFINITIONS_OWN, DEFINITIONS_POOLED)
-
 # The shortest `document_tokens` cut: a header (path, language, name) and a signature.
 MIN_DOCUMENT_TOKENS = 32
 DEFAULT_PROVIDER = PROVIDER_LOCAL
@@ -56,27 +49,14 @@ class EmbeddingModel:
     # Each document embedded from its first this many tokens (0: the whole text, in windows
     # where the model's are shorter): `[embedding] document_tokens`.
     document_tokens: int = 0
-    # How a definition no chunk speaks for gets its vector: its own text embedded alone
-    # (`own`), or pooled from its chunk's pass (`pooled`, local only):
-    # `[embedding] definition_vectors`.
-    definition_vectors: str = DEFINITIONS_OWN
 
     @property
     def index_key(self) -> tuple[str | int, ...]:
         """What the stored vectors depend on. The query prefix is not part of it: changing it
-        changes future queries, not the index. Whole documents and definitions' own texts (the
-        defaults) add nothing, so an index recorded before either existed keeps its key."""
-        key: tuple[str | int, ...] = (
-            self.provider,
-            self.model,
-            self.dimension,
-            self.document_prefix,
-        )
-        if self.document_tokens:
-            key = (*key, self.document_tokens)
-        if self.definition_vectors != DEFINITIONS_OWN:
-            key = (*key, self.definition_vectors)
-        return key
+        changes future queries, not the index. Whole documents (the default) add nothing, so
+        an index recorded before `document_tokens` existed keeps its key."""
+        key = (self.provider, self.model, self.dimension, self.document_prefix)
+        return (*key, self.document_tokens) if self.document_tokens else key
 
     @property
     def cache_key(self) -> str:
@@ -87,8 +67,6 @@ class EmbeddingModel:
         """For messages: "ollama nomic-embed-text:v1.5 (768-d)", and ", first 128 tokens of
         each text" where documents are cut."""
         cut = f", first {self.document_tokens} tokens of each text" if self.document_tokens else ""
-        if self.definition_vectors == DEFINITIONS_POOLED:
-            cut += ", definitions pooled from their chunks"
         return f"{self.provider} {self.model} ({self.dimension}-d{cut})"
 
     def to_dict(self) -> dict[str, Any]:
@@ -101,8 +79,6 @@ class EmbeddingModel:
         }
         if self.document_tokens:
             data["document_tokens"] = self.document_tokens
-        if self.definition_vectors != DEFINITIONS_OWN:
-            data["definition_vectors"] = self.definition_vectors
         return data
 
     @classmethod
@@ -131,17 +107,7 @@ class EmbeddingModel:
             document_prefix=str(data.get("document_prefix") or ""),
             query_prefix=str(data.get("query_prefix") or ""),
             document_tokens=_document_tokens(data.get("document_tokens")),
-            definition_vectors=_definition_vectors(data.get("definition_vectors")),
         )
-
-
-def _definition_vectors(value: Any) -> str:
-    """A recorded `definition_vectors`: absent is `own`; an unknown one is refused."""
-    if value is None:
-        return DEFINITIONS_OWN
-    if value not in DEFINITION_VECTORS:
-        raise InvalidArgument(f"the recorded definition_vectors {value!r} is not one of ours")
-    return str(value)
 
 
 def _document_tokens(value: Any) -> int:
@@ -205,9 +171,6 @@ class EmbedBatchResult:
     # Tokens of the texts as given (no prefix, no special tokens) by the model's tokenizer,
     # where the embedder has it (local); None: the caller estimates them (`count_tokens`).
     tokens: int | None = None
-    # Asked with spans (local): per text, a vector for each of its spans, pooled from the
-    # text's own pass (None for a span no token of the text overlaps).
-    span_vectors: tuple[tuple[list[float] | None, ...], ...] = ()
 
     def require_all(self) -> list[list[float]]:
         """Every vector, or `EmbeddingRefused` naming the inputs that have none."""
@@ -266,16 +229,6 @@ class Embedder(Protocol):
     def close(self) -> None: ...
 
 
-def pools_definitions(embedder: object) -> bool:
-    """Whether `embedder` pools the vectors of the definitions no chunk speaks for from their
-    chunks' passes (`definition_vectors = pooled`, an embedder that can), instead of
-    embedding their own texts."""
-    if embedder is None or not getattr(embedder, "pools_spans", False):
-        return False
-    identity = getattr(embedder, "identity", None)
-    return getattr(identity, "definition_vectors", DEFINITIONS_OWN) == DEFINITIONS_POOLED
-
-
 # --- tokens ---------------------------------------------------------------------------------
 
 # Where the embedder cannot count its model's tokens (Ollama tokenizes on its side), they are
@@ -330,23 +283,6 @@ def mismatch_message(recorded: EmbeddingModel, current: EmbeddingModel, project:
         # Another local model may not be on this machine any more (bundled models change with
         # releases; an exported folder may be gone): re-embedding is the way that always works.
         return rescan
-    if recorded.definition_vectors != current.definition_vectors and (
-        recorded.provider,
-        recorded.model,
-        recorded.dimension,
-        recorded.document_prefix,
-        recorded.document_tokens,
-    ) == (
-        current.provider,
-        current.model,
-        current.dimension,
-        current.document_prefix,
-        current.document_tokens,
-    ):
-        return (
-            f"{rescan}, or set definition_vectors = {recorded.definition_vectors} back under "
-            "[embedding] in application.ini"
-        )
     if recorded.document_tokens != current.document_tokens and (
         recorded.provider,
         recorded.model,

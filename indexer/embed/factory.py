@@ -10,7 +10,6 @@ from typing import Any
 
 from indexer.embed.embedder import (
     DEFAULT_PROVIDER,
-    DEFINITIONS_OWN,
     PROVIDER_LOCAL,
     PROVIDER_NONE,
     PROVIDER_OLLAMA,
@@ -28,15 +27,6 @@ def make_embedder(
     embedder's constructor (prefixes, batch sizes, byte budgets, timeouts). Provider "none"
     (model-free) has no embedder: its callers pass None where an embedder goes."""
     name = (provider or DEFAULT_PROVIDER).strip().lower()
-    if name != PROVIDER_LOCAL:
-        definitions = options.pop("definition_vectors", DEFINITIONS_OWN)
-        if definitions != DEFINITIONS_OWN:
-            raise ConfigError(
-                f"definition_vectors = {definitions} needs provider = local: only the local "
-                "model hands out the token outputs a definition's vector is pooled from "
-                "(Ollama returns one vector per text); set definition_vectors = own under "
-                "[embedding] in application.ini"
-            )
     if name == PROVIDER_OLLAMA:
         from indexer.embed.ollama import OllamaEmbedder
 

@@ -27,7 +27,6 @@ same model (each created on first use), and a query takes no lock.
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import os
 import threading
@@ -37,8 +36,6 @@ from pathlib import Path
 from typing import Any
 
 from indexer.embed.embedder import (
-    DEFINITION_VECTORS,
-    DEFINITIONS_OWN,
     PROVIDER_LOCAL,
     EmbedBatchResult,
     EmbeddingModel,
@@ -66,11 +63,6 @@ DEFAULT_LOCAL_BATCH_SIZE = 1  # a vector depends on its text alone; as fast as 8
 DEFAULT_MAX_WINDOWS = 8  # 8 x 256 word pieces: about the context Ollama's nomic model gets
 _WINDOW_MARGIN = 4  # a window re-tokenised alone may gain a piece or two at its edges
 DOCUMENTS, QUERIES = "documents", "queries"
-
-# A span of a text: a union of character ranges of it (start, end). Its vector is pooled from
-# the text's own pass (`LocalEmbedder.embed_documents(spans=…)`).
-Ranges = tuple[tuple[int, int], ...]
-TokenSum = tuple[Any, int]  # the sum of some tokens' outputs, and how many
 
 _runtimes: dict[tuple[Path, int], ModelRuntime] = {}
 _runtimes_lock = threading.Lock()
@@ -142,19 +134,14 @@ class ModelRuntime:
         """The model's input ids for `texts`: special tokens around each, cut at the window.
         A text that fits comes out of the uncut tokenizer as the framer would make it (a cut
         changes nothing within the window); only a longer one goes to the framer."""
-        return [e.ids for e in self.frame_encodings(texts)]
-
-    def frame_encodings(self, texts: list[str]) -> list[Any]:
-        """`frame_texts` as the tokenizer's encodings (ids, character offsets, which tokens
-        are special)."""
         limit = self.manifest.max_tokens
-        encodings = list(self.tokenizer.encode_batch(texts, add_special_tokens=True))
-        over = [i for i, e in enumerate(encodings) if len(e.ids) > limit]
+        ids = [e.ids for e in self.tokenizer.encode_batch(texts, add_special_tokens=True)]
+        over = [i for i, piece in enumerate(ids) if len(piece) > limit]
         if over:
             cut = self.framer.encode_batch([texts[i] for i in over], add_special_tokens=True)
             for i, e in zip(over, cut, strict=True):
-                encodings[i] = e
-        return encodings
+                ids[i] = e.ids
+        return ids
 
     def session(self, kind: str) -> Any:
         """The inference session for `kind` (documents or queries), created on first use."""
@@ -201,27 +188,14 @@ class ModelRuntime:
         )
         return session
 
-    def run(
-        self,
-        texts: list[str],
-        kind: str,
-        batch_size: int,
-        spans: Sequence[Sequence[Ranges]] | None = None,
-    ) -> tuple[Any, int, list[list[TokenSum | None]]]:
+    def run(self, texts: list[str], kind: str, batch_size: int) -> tuple[Any, int]:
         """Vectors (float32, one row per text, unit length when the model normalises) for texts
         within the window, and how many batches it took; longest first, each batch padded to
-        its longest text. With `spans` (per text, each span a union of character ranges of
-        it), also what each span's vector pooled from this same pass is made of: the sum of the
-        outputs of the text's own tokens that overlap the span, and their count (None: no
-        token did)."""
+        its longest text."""
         import numpy as np
 
         m = self.manifest
-        encodings = self.frame_encodings(texts)
-        pieces = [e.ids for e in encodings]
-        pooled_spans: list[list[TokenSum | None]] = [
-            [None] * len(s) for s in (spans or [()] * len(texts))
-        ]
+        pieces = self.frame_texts(texts)
         out = np.empty((len(pieces), m.dimension), dtype=np.float32)
         order = sorted(range(len(pieces)), key=lambda i: -len(pieces[i]))
         session = self.session(kind)
@@ -241,10 +215,6 @@ class ModelRuntime:
                     (hidden,) = session.run([m.output], feeds)
             else:
                 (hidden,) = session.run([m.output], feeds)
-            if spans is not None:
-                for r, i in enumerate(rows):
-                    if spans[i]:
-                        pooled_spans[i] = _span_sums(hidden[r], encodings[i], spans[i])
             if m.pooling == "cls":
                 pooled = hidden[:, 0, :]
             else:
@@ -254,25 +224,7 @@ class ModelRuntime:
                 norms = np.linalg.norm(pooled, axis=1, keepdims=True)
                 pooled = pooled / np.maximum(norms, 1e-12)
             out[rows] = pooled
-        return out, len(batches), pooled_spans
-
-
-def _span_sums(hidden: Any, encoding: Any, spans: Sequence[Ranges]) -> list[TokenSum | None]:
-    """For each span of one text (a union of character ranges), the sum of the outputs of the
-    text's tokens (not the special ones) that overlap it, and how many there were."""
-    import numpy as np
-
-    offsets = np.asarray(encoding.offsets, dtype=np.int64).reshape(-1, 2)
-    own = np.asarray(encoding.special_tokens_mask, dtype=bool) == 0
-    sums: list[TokenSum | None] = []
-    for ranges in spans:
-        chosen = np.zeros(len(offsets), dtype=bool)
-        for start, end in ranges:
-            chosen |= (offsets[:, 0] < end) & (offsets[:, 1] > start)
-        chosen &= own
-        count = int(chosen.sum())
-        sums.append((hidden[chosen].sum(axis=0), count) if count else None)
-    return sums
+        return out, len(batches)
 
 
 def _batches(order: list[int], lengths: list[int], size: int) -> list[list[int]]:
@@ -311,7 +263,6 @@ class LocalEmbedder:
         max_windows: int = DEFAULT_MAX_WINDOWS,
         document_tokens: int = 0,
         threads: int | None = None,
-        definition_vectors: str = DEFINITIONS_OWN,
     ) -> None:
         if batch_size < 1 or max_windows < 1:
             raise InvalidArgument("batch_size and max_windows must be at least 1")
@@ -327,12 +278,6 @@ class LocalEmbedder:
         self.batch_size = batch_size
         self.max_windows = max_windows
         self.document_tokens = check_document_tokens(document_tokens)
-        if definition_vectors not in DEFINITION_VECTORS:
-            raise InvalidArgument(
-                f"definition_vectors = {definition_vectors!r}: expected one of "
-                + ", ".join(DEFINITION_VECTORS)
-            )
-        self.definition_vectors = definition_vectors
         self.threads = threads or default_threads()
         self._runtime: ModelRuntime | None = None
 
@@ -346,7 +291,6 @@ class LocalEmbedder:
             document_prefix=self.document_prefix,
             query_prefix=self.query_prefix,
             document_tokens=self.document_tokens,
-            definition_vectors=self.definition_vectors,
         )
 
     @property
@@ -359,47 +303,23 @@ class LocalEmbedder:
             self._runtime = load_runtime(self.path, self.manifest, self.threads)
         return self._runtime
 
-    # A span's vector is pooled from its text's own pass (the outputs over the span's tokens),
-    # so a definition inside a chunk needs no run of the model of its own.
-    pools_spans = True
-
     def embed_documents(
-        self,
-        texts: Sequence[str],
-        labels: Sequence[str] | None = None,
-        spans: Sequence[Sequence[Ranges]] | None = None,
+        self, texts: Sequence[str], labels: Sequence[str] | None = None
     ) -> EmbedBatchResult:
-        """Vectors for `texts`; with `spans` (per text, each span a union of character ranges
-        of it), also a vector for each span, pooled from the same pass: the mean of the
-        outputs of the text's tokens that overlap it, over every window of the text that holds
-        some (`EmbedBatchResult.span_vectors`; None for a span no token overlaps, as one cut
-        by `document_tokens`)."""
         check_labels(texts, labels)
-        if spans is not None and len(spans) != len(texts):
-            raise InvalidArgument("spans must give one list of spans per text")
         started = time.perf_counter()
         report = EmbedReport()
         if not texts:
             return report.result([], 0.0)
-        vectors, span_vectors = self._embed(
-            list(texts),
-            labels,
-            self.document_prefix,
-            DOCUMENTS,
-            report,
-            self.document_tokens,
-            spans,
+        vectors = self._embed(
+            list(texts), labels, self.document_prefix, DOCUMENTS, report, self.document_tokens
         )
         _release_freed_memory()
-        result = report.result(list(vectors), time.perf_counter() - started)
-        if spans is None:
-            return result
-        return dataclasses.replace(result, span_vectors=span_vectors)
+        return report.result(list(vectors), time.perf_counter() - started)
 
     def embed_query(self, text: str) -> list[float]:
         report = EmbedReport()
-        vectors, _ = self._embed([text], ["the search query"], self.query_prefix, QUERIES, report)
-        return vectors[0]
+        return self._embed([text], ["the search query"], self.query_prefix, QUERIES, report)[0]
 
     def close(self) -> None:
         """Nothing to release: the model stays loaded for the process's other embedders."""
@@ -424,11 +344,10 @@ class LocalEmbedder:
         prefix: str,
         report: EmbedReport,
         cut: int = 0,
-    ) -> tuple[list[str], list[int], list[float], list[int]]:
+    ) -> tuple[list[str], list[int], list[float]]:
         """The pieces the model runs for `texts` (a text, or its consecutive windows of whole
-        tokens), each with the text it belongs to, its weight in that text's vector and where
-        in the text it starts. With `cut`, a text is its first `cut` tokens (the configured
-        depth, not a truncation)."""
+        tokens), each with the text it belongs to and its weight in that text's vector. With
+        `cut`, a text is its first `cut` tokens (the configured depth, not a truncation)."""
         rt = self.runtime
         prefix_tokens = len(rt.tokenizer.encode(prefix, add_special_tokens=False).ids)
         window = max(self.manifest.max_tokens - rt.frame - prefix_tokens - _WINDOW_MARGIN, 8)
@@ -440,7 +359,6 @@ class LocalEmbedder:
         pieces: list[str] = []
         owners: list[int] = []
         weights: list[float] = []
-        starts_at: list[int] = []
         for i, (text, enc) in enumerate(zip(texts, encoded, strict=True)):
             offsets = enc.offsets
             n = len(offsets)
@@ -450,7 +368,6 @@ class LocalEmbedder:
                 pieces.append(prefix + text)
                 owners.append(i)
                 weights.append(1.0)
-                starts_at.append(0)
                 continue
             report.split_inputs += 1
             starts = range(0, n, window)
@@ -478,8 +395,7 @@ class LocalEmbedder:
                 pieces.append(prefix + text[offsets[start][0] : offsets[end - 1][1]])
                 owners.append(i)
                 weights.append(float(end - start))
-                starts_at.append(offsets[start][0])
-        return pieces, owners, weights, starts_at
+        return pieces, owners, weights
 
     def _embed(
         self,
@@ -489,67 +405,22 @@ class LocalEmbedder:
         kind: str,
         report: EmbedReport,
         cut: int = 0,
-        spans: Sequence[Sequence[Ranges]] | None = None,
-    ) -> tuple[list[list[float]], tuple[tuple[list[float] | None, ...], ...]]:
-        """The texts' vectors, and with `spans` each span's (see `embed_documents`)."""
+    ) -> list[list[float]]:
         import numpy as np
 
         rt = self.runtime
-        pieces, owners, weights, starts_at = self._split(texts, labels, prefix, report, cut)
-        piece_spans = None
-        if spans is not None:  # each span in each piece's own characters (after the prefix)
-            piece_spans = [
-                tuple(
-                    tuple((a - at + len(prefix), b - at + len(prefix)) for a, b in ranges)
-                    for ranges in spans[owner]
-                )
-                for owner, at in zip(owners, starts_at, strict=True)
-            ]
-        embedded, batches, pooled = rt.run(pieces, kind, self.batch_size, piece_spans)
+        pieces, owners, weights = self._split(texts, labels, prefix, report, cut)
+        embedded, batches = rt.run(pieces, kind, self.batch_size)
         report.requests += batches
-        span_vectors = () if spans is None else self._span_vectors(spans, owners, pooled)
         if len(pieces) == len(texts):  # nothing was split: the vectors are the answer
-            return [row.tolist() for row in embedded], span_vectors
+            return [row.tolist() for row in embedded]
         sums = np.zeros((len(texts), embedded.shape[1]), dtype=np.float64)
         np.add.at(sums, np.asarray(owners), embedded * np.asarray(weights)[:, None])
         if self.manifest.normalize:
             sums /= np.maximum(np.linalg.norm(sums, axis=1, keepdims=True), 1e-12)
         else:
             sums /= np.asarray(_totals(owners, weights, len(texts)))[:, None]
-        return [row.tolist() for row in sums.astype(np.float32)], span_vectors
-
-    def _span_vectors(
-        self,
-        spans: Sequence[Sequence[Ranges]],
-        owners: list[int],
-        pooled: list[list[TokenSum | None]],
-    ) -> tuple[tuple[list[float] | None, ...], ...]:
-        """Each span's vector: its tokens' outputs summed over every piece of its text, over
-        their count (then unit length, as the text's own vectors)."""
-        import numpy as np
-
-        totals: list[list[TokenSum | None]] = [[None] * len(s) for s in spans]
-        for owner, sums in zip(owners, pooled, strict=True):
-            for k, found in enumerate(sums):
-                if found is None:
-                    continue
-                have = totals[owner][k]
-                totals[owner][k] = (
-                    found if have is None else (have[0] + found[0], have[1] + found[1])
-                )
-        out: list[tuple[list[float] | None, ...]] = []
-        for text_totals in totals:
-            vectors: list[list[float] | None] = []
-            for total in text_totals:
-                if total is None:
-                    vectors.append(None)
-                    continue
-                vector = np.asarray(total[0], dtype=np.float64) / total[1]
-                if self.manifest.normalize:
-                    vector /= max(float(np.linalg.norm(vector)), 1e-12)
-                vectors.append(vector.astype(np.float32).tolist())
-            out.append(tuple(vectors))
-        return tuple(out)
+        return [row.tolist() for row in sums.astype(np.float32)]
 
 
 def _release_freed_memory() -> None:

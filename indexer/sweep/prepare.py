@@ -43,7 +43,6 @@ class Prepared:
     # (also in their symbol rows).
     definitions: tuple[Chunk, ...] = ()
     definition_hashes: tuple[str, ...] = ()
-    definition_chunks: tuple[int, ...] = ()  # the chunk holding each (its signature line)
     rows: tuple[store.ChunkRow, ...] = ()
     symbols: tuple[store.SymbolRow, ...] = ()
     text: str | None = None  # the decoded text, for exact-text search
@@ -71,12 +70,6 @@ class Batch:
     cached: dict[str, Any]
 
 
-def pooled_hash(chunk_key: str, definition_key: str) -> str:
-    """The embedding-cache key of a definition's vector pooled from its chunk's pass: it
-    depends on the chunk's text as well as its own, and is never the key of its own text."""
-    return hashlib.sha256(f"pooled\n{chunk_key}\n{definition_key}".encode()).hexdigest()
-
-
 def content_hash(chunk: Chunk) -> str:
     """The embedding-cache key: a chunk's symbol and text (its path is left out on purpose,
     so renaming or moving a file reuses its vectors)."""
@@ -91,13 +84,10 @@ class Preparer:
     """Prepares files for one sweep; `redo` means every file is re-chunked (a full sweep, a new
     model or chunker) even where its content did not change."""
 
-    def __init__(
-        self, chunker: ChunkerConfig, report: SweepReport, redo: bool, pooled: bool = False
-    ) -> None:
+    def __init__(self, chunker: ChunkerConfig, report: SweepReport, redo: bool) -> None:
         self.chunker = chunker
         self.report = report
         self.redo = redo
-        self.pooled = pooled  # definitions' vectors pooled from their chunks' passes
 
     def prepare_all(
         self, todo: Sequence[tuple[Candidate, store.FileState | None]], workers: int
@@ -106,8 +96,7 @@ class Preparer:
         pool = None
         if workers >= 1:
             try:
-                context = (self.chunker, self.redo, self.pooled)
-                pool = ProcessMap(workers, prepare_in_worker, context)
+                pool = ProcessMap(workers, prepare_in_worker, (self.chunker, self.redo))
             except WorkersUnavailable as exc:
                 log.warning("%s; preparing files in this process instead", exc)
         if pool is None:
@@ -164,13 +153,7 @@ class Preparer:
             )
         rows = self.rows(cand.path, result.chunks)
         lone = lone_definitions(result)
-        holders = tuple(result.symbols[i].chunk for i, _ in lone)
         keys = {i: content_hash(chunk) for i, chunk in lone}
-        if self.pooled:  # a pooled vector depends on its chunk too: never an own text's
-            keys = {
-                i: pooled_hash(rows[c].content_sha256, key)
-                for (i, key), c in zip(keys.items(), holders, strict=True)
-            }
         return Prepared(
             cand,
             sha,
@@ -182,7 +165,6 @@ class Preparer:
             text=clean(result.text),
             definitions=tuple(chunk for _, chunk in lone),
             definition_hashes=tuple(keys.values()),
-            definition_chunks=holders,
         )
 
     def rows(self, path: str, chunks: tuple[Chunk, ...]) -> tuple[store.ChunkRow, ...]:
@@ -208,12 +190,12 @@ class Preparer:
 
 
 def prepare_in_worker(
-    context: tuple[ChunkerConfig, bool, bool], item: tuple[Candidate, store.FileState | None]
+    context: tuple[ChunkerConfig, bool], item: tuple[Candidate, store.FileState | None]
 ) -> tuple[Prepared, dict[str, float]]:
     """One file prepared in a worker process, with the seconds it spent per phase."""
-    chunker, redo, pooled = context
+    chunker, redo = context
     report = SweepReport(project="")
-    prepared = Preparer(chunker, report, redo, pooled).prepare(*item)
+    prepared = Preparer(chunker, report, redo).prepare(*item)
     return prepared, report.seconds
 
 

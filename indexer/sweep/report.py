@@ -80,8 +80,6 @@ class SweepReport:
     chunks_written: int = 0
     chunks_embedded: int = 0
     definitions_embedded: int = 0  # definitions no chunk speaks for, embedded alone
-    # definitions no chunk speaks for, their vectors pooled from their chunks' passes
-    definitions_pooled: int = 0
     cache_hits: int = 0
     vectors_deferred: int = 0  # texts written without their vectors, embedded afterwards
     model_free: bool = False  # swept with no embedder: rows only, no vector wanted

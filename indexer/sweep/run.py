@@ -36,13 +36,7 @@ import psycopg
 from chunkers import CHUNKER_VERSION
 from indexer import clock
 from indexer.db import Conn, Database, Schema, database_error, embedding_cache, store
-from indexer.embed import (
-    Embedder,
-    EmbeddingModel,
-    needs_reembed,
-    pools_definitions,
-    reembed_warning,
-)
+from indexer.embed import Embedder, EmbeddingModel, needs_reembed, reembed_warning
 from indexer.errors import RagError, SweepRunning, SweepStopped
 from indexer.project import ROOT_EMPTY, Project
 from indexer.status import PROGRESS_EVERY, ROWS_PROGRESS, progress_record
@@ -100,8 +94,6 @@ class _Sweep:
         # The key of this model's vectors in the cache every project shares (None: no cache).
         self.shared = embedder.identity.cache_key if db.shared_cache and embedder else None
         self.writer = Writer(conn, self.schema, embedder, report, shared=self.shared)
-        # Definitions' vectors pooled from their chunks' passes (their keys say so).
-        self.pooled = pools_definitions(embedder)
         report.model_free = embedder is None
 
     # -- model bookkeeping -------------------------------------------------------------------
@@ -396,7 +388,7 @@ class _Sweep:
     ) -> None:
         try:
             size = self.options.files_per_commit
-            preparer = Preparer(self.options.chunker, self.report, self.redo, self.pooled)
+            preparer = Preparer(self.options.chunker, self.report, self.redo)
             count = workers.worker_count(
                 len(todo), self.options.prepare_workers, sum(c.size for c, _ in todo)
             )

@@ -52,30 +52,17 @@ import socket
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from typing import Any
 
 import psycopg
 
-from chunkers import (
-    DEFINITION_CHARS,
-    UNKNOWN_LANGUAGE,
-    Chunk,
-    Ranges,
-    embedding_text,
-    pooled_ranges,
-)
+from chunkers import DEFINITION_CHARS, UNKNOWN_LANGUAGE, Chunk, embedding_text
 from indexer import clock
 from indexer.db import Conn, Database, Schema, WorkerBeat, embedding_cache, store
 from indexer.db.rows import PendingChunk, PendingDefinition
-from indexer.embed import (
-    Embedder,
-    EmbeddingModel,
-    needs_reembed,
-    pools_definitions,
-    tokens_embedded,
-)
+from indexer.embed import Embedder, EmbeddingModel, needs_reembed, tokens_embedded
 from indexer.errors import RagError
 from indexer.project import Project
 from indexer.status import PROGRESS_EVERY, VECTORS_PROGRESS, progress_record
@@ -173,7 +160,6 @@ class VectorReport:
     error: str | None = None
     chunks_embedded: int = 0
     definitions_embedded: int = 0
-    definitions_pooled: int = 0  # from their chunks' passes (`definition_vectors = pooled`)
     reused: int = 0  # vectors of the same text already stored
     tokens_embedded: int = 0  # of the texts embedded (`indexer.embed.count_tokens`)
     files_failed: int = 0
@@ -183,9 +169,7 @@ class VectorReport:
 
     @property
     def written(self) -> int:
-        return (
-            self.chunks_embedded + self.definitions_embedded + self.definitions_pooled + self.reused
-        )
+        return self.chunks_embedded + self.definitions_embedded + self.reused
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -201,10 +185,6 @@ class _Input:
     text: str
     label: str
     file: tuple[str, str, str | None]  # repo, path, language: what a refusal is recorded on
-    # Definitions pooled from this chunk's pass, each with its ranges in the chunk's text
-    # (`definition_vectors = pooled`).
-    pooled: tuple[tuple[_Input, Ranges], ...] = ()
-    carrier: bool = False  # a chunk read for its pass only: its own vector is in already
 
 
 @dataclass(frozen=True, slots=True)
@@ -291,7 +271,6 @@ class _Phase:
         self.report = report
         self.batch = max(1, batch)
         self.participant = participant
-        self.pooled = pools_definitions(embedder)  # definitions pooled from their chunks
         self.adopt = True  # take up an index no model has embedded yet
         self.wait = True  # wait for the rows other processes hold
         self.registered = False  # whether this process has its row in `rag_worker`
@@ -489,26 +468,14 @@ class _Phase:
         try:
             chunks = store.claim_chunks(conn, schema, self.batch)
             definitions: list[PendingDefinition] = []
-            if self.pooled:  # the definitions of the claimed chunks come with them
-                definitions = store.claim_definitions_of(conn, schema, [c.id for c in chunks])
             if len(chunks) < self.batch:
-                seen = {d.id for d in definitions}
-                more = store.claim_definitions(conn, schema, self.batch - len(chunks))
-                definitions += [d for d in more if d.id not in seen]
+                definitions = store.claim_definitions(conn, schema, self.batch - len(chunks))
             if not (chunks or definitions) or not self._still_same_model():
                 conn.rollback()
                 return None
+            lines = store.file_lines(conn, schema, sorted({d.file_id for d in definitions}))
             inputs = [_chunk_input(c) for c in chunks]
             unreadable: dict[tuple[str, str, str | None], str] = {}
-            if self.pooled:
-                inputs, holderless = self._pool(inputs, chunks, definitions)
-                definitions = []
-                for d in holderless:
-                    unreadable[(d.repo, d.path, d.language)] = (
-                        f"the chunk holding {d.qualified_name} could not be read back from the "
-                        "index; the next sweep reads the file again"
-                    )
-            lines = store.file_lines(conn, schema, sorted({d.file_id for d in definitions}))
             for d in definitions:
                 made = _definition_input(d, lines.get(d.file_id, []))
                 if made is None:
@@ -524,35 +491,6 @@ class _Phase:
             conn.rollback()
             raise
         return [i for i in inputs if i.file not in unreadable]
-
-    def _pool(
-        self,
-        inputs: list[_Input],
-        chunks: list[PendingChunk],
-        definitions: list[PendingDefinition],
-    ) -> tuple[list[_Input], list[PendingDefinition]]:
-        """The claimed definitions attached to the passes of the chunks that hold them (a
-        holder not claimed, its vector in already, is read and run for its pass only);
-        returns the inputs, and the definitions whose holder is not in the index."""
-        holders: dict[int, PendingChunk] = {c.id: c for c in chunks}
-        wanted = {d.chunk_id for d in definitions if d.chunk_id is not None} - set(holders)
-        for c in store.chunks_by_id(self.conn, self.schema, sorted(wanted)):
-            holders[c.id] = c
-        pooled: dict[int, list[tuple[_Input, Ranges]]] = {}
-        alone: list[PendingDefinition] = []
-        for d in definitions:
-            holder = holders.get(d.chunk_id) if d.chunk_id is not None else None
-            if holder is None:
-                alone.append(d)
-                continue
-            ranges = pooled_ranges(_chunk(holder), d.start_line, d.end_line, d.path)
-            label = f"{d.repo}/{d.path}:{d.start_line}-{d.end_line} {d.qualified_name}"
-            own = _Input(True, d.id, d.content_sha256, "", label, (d.repo, d.path, d.language))
-            pooled.setdefault(holder.id, []).append((own, ranges))
-        out = [replace(i, pooled=tuple(pooled.pop(i.id, ()))) for i in inputs]
-        for holder_id, some in pooled.items():  # holders read for their passes only
-            out.append(replace(_chunk_input(holders[holder_id]), pooled=tuple(some), carrier=True))
-        return out, alone
 
     def _embed_and_write(self, inputs: list[_Input]) -> None:
         """Embed the claimed `inputs` and write their vectors, then commit the claim (on any
@@ -573,47 +511,30 @@ class _Phase:
         """The claim's work: vectors found stored or embedded, written to the rows claimed;
         returns those the model made, by hash."""
         conn, schema, report = self.conn, self.schema, self.report
-        hashes = sorted({i.hash for i in inputs} | {d.hash for i in inputs for d, _ in i.pooled})
+        hashes = sorted({i.hash for i in inputs})
         vectors: dict[str, Any] = store.cached_embeddings(conn, schema, hashes)
         missing = [h for h in hashes if h not in vectors]
         if self.shared is not None and missing:
             vectors.update(embedding_cache.shared_vectors(conn, self.shared, missing))
         wanted: dict[str, _Input] = {}
         for i in inputs:
-            # A chunk runs for its own vector, or for a pooled definition's not stored yet.
-            needs = [(d, r) for d, r in i.pooled if d.hash not in vectors]
-            if needs:
-                i = replace(i, pooled=tuple(needs))
-                have = wanted.get(i.hash)
-                if have is not None:  # the same text pending twice: one pass pools for both
-                    i = replace(i, pooled=have.pooled + i.pooled, carrier=have.carrier)
-                wanted[i.hash] = i
-            elif i.hash not in vectors and not i.carrier:
+            if i.hash not in vectors:
                 wanted.setdefault(i.hash, i)
         refused: dict[tuple[str, str, str | None], str] = {}
         if wanted:
             self._embed(list(wanted.values()), vectors, refused)
-        made_here = {d.hash for i in wanted.values() for d, _ in i.pooled}
-        embedded = {(w.definition, w.id) for w in wanted.values()}
         rows: dict[bool, list[tuple[int, str, Any]]] = {False: [], True: []}
         for i in inputs:
-            for d, _ in i.pooled:
-                if d.file in refused or d.hash not in vectors:
-                    continue
-                rows[True].append((d.id, d.hash, vectors[d.hash]))
-                if d.hash not in made_here:
-                    report.reused += 1
-            if i.carrier or i.file in refused or i.hash not in vectors:
+            if i.file in refused or i.hash not in vectors:
                 continue
             rows[i.definition].append((i.id, i.hash, vectors[i.hash]))
-            if (i.definition, i.id) not in embedded:  # stored already, or pending twice
+            if wanted.get(i.hash) is not i:  # stored already, or the same text pending twice
                 report.reused += 1
         for file, reason in refused.items():
             self._fail(file, reason)
         store.set_vectors(conn, schema, rows[False], rows[True])
         # By hash: two processes putting the same texts take their keys in one order.
-        made = sorted({*wanted, *made_here})
-        return {h: vectors[h] for h in made if h in vectors}
+        return {h: vectors[h] for h in sorted(wanted) if h in vectors}
 
     def _embed(
         self,
@@ -652,12 +573,8 @@ class _Phase:
     ) -> None:
         import numpy as np  # only when something is embedded: a no-op sweep never loads it
 
-        texts, labels = [i.text for i in wanted], [i.label for i in wanted]
-        if any(i.pooled for i in wanted):
-            spans = [[ranges for _, ranges in i.pooled] for i in wanted]
-            result = self.embedder.embed_documents(texts, labels, spans=spans)  # type: ignore[call-arg]
-        else:
-            result = self.embedder.embed_documents(texts, labels)
+        texts = [i.text for i in wanted]
+        result = self.embedder.embed_documents(texts, [i.label for i in wanted])
         self.report.tokens_embedded += tokens_embedded(result, self.embedder, texts)
         for i, vector in zip(wanted, result.vectors, strict=True):
             if vector is not None:
@@ -666,13 +583,6 @@ class _Phase:
                     self.report.definitions_embedded += 1
                 else:
                     self.report.chunks_embedded += 1
-        for i, found, whole in zip(wanted, result.span_vectors, result.vectors, strict=False):
-            for (d, _), vector in zip(i.pooled, found, strict=True):
-                # No token of its lines in the pass (cut by document_tokens): the chunk's.
-                pooled = vector if vector is not None else whole
-                if pooled is not None:
-                    vectors[d.hash] = np.asarray(pooled, dtype=np.float32)
-                    self.report.definitions_pooled += 1
         for r in result.refused:
             refused[wanted[r.index].file] = f"the embedder refused {r.label}: {r.reason}"
 
@@ -732,13 +642,9 @@ def _pause(stop: threading.Event | None, seconds: float) -> bool:
     return stop.wait(seconds)
 
 
-def _chunk(c: PendingChunk) -> Chunk:
-    language = c.language or UNKNOWN_LANGUAGE
-    return Chunk(c.start_line, c.end_line, c.symbol, c.kind, language, c.content)
-
-
 def _chunk_input(c: PendingChunk) -> _Input:
-    chunk = _chunk(c)
+    language = c.language or UNKNOWN_LANGUAGE
+    chunk = Chunk(c.start_line, c.end_line, c.symbol, c.kind, language, c.content)
     label = f"{c.repo}/{c.path}:{c.start_line}-{c.end_line}" + (f" {c.symbol}" if c.symbol else "")
     return _Input(
         False, c.id, c.content_sha256, embedding_text(chunk, c.path), label,

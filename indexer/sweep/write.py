@@ -21,9 +21,9 @@ from typing import Any, NamedTuple
 
 import psycopg
 
-from chunkers import Chunk, Ranges, embedding_text, pooled_ranges
+from chunkers import embedding_text
 from indexer.db import Conn, Schema, bulk, embedding_cache, statement_limit, store
-from indexer.embed import Embedder, count_tokens, pools_definitions, tokens_embedded
+from indexer.embed import Embedder, count_tokens, tokens_embedded
 from indexer.errors import RagError
 from indexer.sweep.prepare import Batch, Prepared
 from indexer.sweep.report import SweepReport
@@ -43,14 +43,6 @@ class Wanted(NamedTuple):
     text: str
     label: str
     definition: bool
-
-
-def _wanted(f: Prepared, chunk: Chunk, definition: bool) -> Wanted:
-    """`chunk` of `f` (a chunk, or a definition as a chunk of its own lines) to embed."""
-    label = f"{f.candidate.repo}/{f.candidate.path}:{chunk.start_line}-{chunk.end_line}"
-    if chunk.symbol:
-        label += f" {chunk.symbol}"
-    return Wanted(embedding_text(chunk, f.candidate.path), label, definition)
 
 
 class Writer:
@@ -73,25 +65,22 @@ class Writer:
         self.bulk_load = bulk_load  # new files go in with COPY
         self.defer = defer  # rows first, their vectors later (`vectors.embed_pending`)
         self.shared = shared  # the model's key in the cache every project shares, if any
-        # A batch's chunks whose passes also pool definitions' vectors, by the chunk's key:
-        # each definition's key and its ranges in the chunk's text.
-        self.spans: dict[str, list[tuple[str, Ranges]]] = {}
-        self.pooling: set[str] = set()  # the keys of the definitions those passes pool
 
     def embed_and_write(self, batch: Batch) -> None:
         report = self.report
         vectors: dict[str, Any] = dict(batch.cached)
         wanted: dict[str, Wanted] = {}  # by hash, the first occurrence
-        self.spans, self.pooling = {}, set()
-        pooled = pools_definitions(self.embedder) and not self.defer
         for f in batch.files:
             for chunk, h, definition in f.to_embed():
                 if h in vectors:
                     report.cache_hits += 1
-                elif h not in wanted and not (definition and pooled):
-                    wanted[h] = _wanted(f, chunk, definition)
-            if pooled:
-                self._pool_definitions(f, vectors, wanted)
+                elif h not in wanted:
+                    label = (
+                        f"{f.candidate.repo}/{f.candidate.path}:{chunk.start_line}-{chunk.end_line}"
+                    )
+                    if chunk.symbol:
+                        label += f" {chunk.symbol}"
+                    wanted[h] = Wanted(embedding_text(chunk, f.candidate.path), label, definition)
         refused: dict[str, str] = {}
         if wanted and self.embedder is None:
             pass  # model-free: no vector is wanted, now or later
@@ -118,25 +107,6 @@ class Writer:
         t = time.perf_counter()
         self._count_source([f.text or "" for f in written], [f.candidate.path for f in written])
         report.add_time("count_tokens", time.perf_counter() - t)
-
-    def _pool_definitions(
-        self, f: Prepared, vectors: dict[str, Any], wanted: dict[str, Wanted]
-    ) -> None:
-        """Ask the pass of each chunk holding one of `f`'s definitions that no chunk speaks
-        for to pool that definition's vector too (`self.spans`): its chunk is embedded even
-        where the chunk's own vector is stored already."""
-        path = f.candidate.path
-        for d, key, holder in zip(
-            f.definitions, f.definition_hashes, f.definition_chunks, strict=True
-        ):
-            if key in vectors or key in wanted or key in self.pooling:
-                continue
-            chunk, chunk_key = f.chunks[holder], f.hashes[holder]
-            ranges = pooled_ranges(chunk, d.start_line, d.end_line, path)
-            self.spans.setdefault(chunk_key, []).append((key, ranges))
-            self.pooling.add(key)
-            if chunk_key not in wanted:
-                wanted[chunk_key] = _wanted(f, chunk, False)
 
     def _count_source(self, texts: list[str], paths: list[str]) -> None:
         """The source's tokens (`report.source_tokens`, against which the embedding work is
@@ -170,13 +140,9 @@ class Writer:
 
         report = self.report
         assert self.embedder is not None  # model-free batches embed nothing
-        texts, labels = [wanted[k].text for k in keys], [wanted[k].label for k in keys]
-        asked = [self.spans.get(k, []) for k in keys]
-        if any(asked):
-            spans = [[ranges for _, ranges in a] for a in asked]
-            result = self.embedder.embed_documents(texts, labels, spans=spans)  # type: ignore[call-arg]
-        else:
-            result = self.embedder.embed_documents(texts, labels)
+        result = self.embedder.embed_documents(
+            [wanted[k].text for k in keys], [wanted[k].label for k in keys]
+        )
         report.embed_requests += result.requests
         report.tokens_embedded += tokens_embedded(
             result, self.embedder, [wanted[k].text for k in keys]
@@ -192,15 +158,6 @@ class Writer:
                     report.chunks_embedded += 1
         for r in result.refused:
             refused[keys[r.index]] = f"the embedder refused {r.label}: {r.reason}"
-        for key, pooled, found in zip(keys, asked, result.span_vectors, strict=False):
-            for (definition, _), vector in zip(pooled, found, strict=True):
-                # No token of its lines in the pass (cut by document_tokens): the chunk's.
-                chosen = vector if vector is not None else vectors.get(key)
-                if key in refused or chosen is None:
-                    refused[definition] = refused.get(key, "its chunk has no vector")
-                else:
-                    vectors[definition] = np.asarray(chosen, dtype=np.float32)
-                    report.definitions_pooled += 1
 
     def _embed_file_by_file(
         self,

@@ -48,16 +48,12 @@ def open_index(cache: Path) -> Database:
 
 
 def project_for(
-    corpus: Corpus,
-    model_dir: str | None = None,
-    part: str = "",
-    document_tokens: int = 0,
-    definition_vectors: str = "own",
+    corpus: Corpus, model_dir: str | None = None, part: str = "", document_tokens: int = 0
 ) -> Project:
-    """The eval's project over `corpus`; another model than the bundled one (`model_dir`),
-    texts cut at `document_tokens`, or definitions pooled from their chunks' passes, indexes
-    into a project of its own, beside the default's instead of re-embedding it, and so does a
-    part of the corpus named by `part` (the unseen libraries: `files_eval_unseen`)."""
+    """The eval's project over `corpus`; another model than the bundled one (`model_dir`), or
+    texts cut at `document_tokens`, indexes into a project of its own, beside the default's
+    instead of re-embedding it, and so does a part of the corpus named by `part` (the unseen
+    libraries: `files_eval_unseen`)."""
     roots = tuple(Root(corpus.root / lib.name, lib.name) for lib in corpus.libraries)
     name = PROJECT
     if model_dir is not None:
@@ -65,8 +61,6 @@ def project_for(
         name = f"{PROJECT}_m{tag}"
     if document_tokens:
         name = f"{name}_t{document_tokens}"
-    if definition_vectors != "own":
-        name = f"{name}_d{definition_vectors}"
     return Project(f"{name}_{part}" if part else name, roots)
 
 

@@ -34,15 +34,10 @@ __all__ = [
 ]
 
 
-def local_embedder(
-    model: str | None = None, document_tokens: int = 0, definition_vectors: str = "own"
-) -> Any:
+def local_embedder(model: str | None = None, document_tokens: int = 0) -> Any:
     """The local ONNX model (the bundled one unless `model` names a folder); with
-    `document_tokens`, each text embedded from its first that many tokens; with
-    `definition_vectors` pooled, definitions pooled from their chunks' passes."""
-    return make_embedder(
-        "local", model, document_tokens=document_tokens, definition_vectors=definition_vectors
-    )
+    `document_tokens`, each text embedded from its first that many tokens."""
+    return make_embedder("local", model, document_tokens=document_tokens)
 
 
 def open_database(db_dir: Path) -> Database:

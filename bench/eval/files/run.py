@@ -206,7 +206,6 @@ def run(
     lenient: bool = False,
     log: Callable[[str], None] = print,
     document_tokens: int = 0,
-    definition_vectors: str = "own",
 ) -> dict[str, list[QueryScore]]:
     questions, whole = questions_module.ensure_valid(cache, folder, lenient)
     unseen = split == UNSEEN
@@ -215,14 +214,11 @@ def run(
         chosen = chosen[:limit]
     corpus = whole.part(unseen)
     model = local_embedder(model_dir)
-    indexing = model
-    if document_tokens or definition_vectors != "own":
-        indexing = local_embedder(model_dir, document_tokens, definition_vectors)
+    indexing = local_embedder(model_dir, document_tokens) if document_tokens else model
     embedder = CachedQueries(indexing, cache)
     db = open_index(cache)
     try:
-        part = UNSEEN if unseen else ""
-        project = project_for(corpus, model_dir, part, document_tokens, definition_vectors)
+        project = project_for(corpus, model_dir, UNSEEN if unseen else "", document_tokens)
         manifest = ensure_index(db, project, indexing, corpus, cache)
         plain = baselines(model, corpus, {q.repo for q in chosen}, cache)
         absent = missing_targets(db, project, chosen)
@@ -353,13 +349,6 @@ def parser(description: str) -> argparse.ArgumentParser:
         help="embed each text's first N tokens ([embedding] document_tokens; 0: whole texts)",
     )
     ap.add_argument(
-        "--definition-vectors",
-        choices=("own", "pooled"),
-        default="own",
-        help="definitions no chunk speaks for: embedded alone (own) or pooled from their "
-        "chunks' passes (pooled); [embedding] definition_vectors",
-    )
-    ap.add_argument(
         "--lenient",
         action="store_true",
         help="go on without refused libraries and faulty questions (saying which)",
@@ -382,7 +371,6 @@ def main(argv: list[str] | None = None) -> None:
         args.data,
         args.lenient,
         document_tokens=args.document_tokens,
-        definition_vectors=args.definition_vectors,
     )
 
 
