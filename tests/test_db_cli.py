@@ -86,4 +86,4 @@ def test_unreachable_server_is_one_clear_line(tmp_path: Path) -> None:
 def test_help_lists_commands(command: list[str], tmp_path: Path) -> None:
     result = run_cli(*command, cwd=tmp_path)
     assert result.returncode == 0
-    assert "Usage: bld" in result.stdout
+    assert "Usage: code-rag" in result.stdout
