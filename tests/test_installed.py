@@ -15,11 +15,9 @@ import importlib.metadata as metadata
 import os
 import re
 import shutil
-import signal
 import subprocess
 import sys
 import sysconfig
-import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -32,6 +30,7 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
+from running import Running, free_port, wait_until_served
 
 ROOT = Path(__file__).resolve().parent.parent
 CLAUDE_LINE = re.compile(
@@ -133,47 +132,11 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Installed:
     return Installed(venv, home, (tarball.name, built.name))
 
 
-class Up:
-    """`code-rag up` in `folder`, its output collected line by line."""
+class Up(Running):
+    """`code-rag up` of the installed command in `folder`, its output collected."""
 
     def __init__(self, installed: Installed, folder: Path, *args: str) -> None:
-        self.proc = subprocess.Popen(
-            [str(installed.command), "up", *args],
-            cwd=folder,
-            env=installed.env(),
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-        )
-        self.lines: list[str] = []
-        self.reader = threading.Thread(target=self._read, daemon=True)
-        self.reader.start()
-
-    def _read(self) -> None:
-        assert self.proc.stdout is not None
-        for line in self.proc.stdout:
-            self.lines.append(line.rstrip("\n"))
-
-    def wait_for(self, pattern: re.Pattern[str], timeout: float) -> re.Match[str]:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            for line in list(self.lines):
-                if match := pattern.search(line):
-                    return match
-            if self.proc.poll() is not None and not self.reader.is_alive():
-                break
-            time.sleep(0.1)
-        raise AssertionError("`up` never printed it; output:\n" + "\n".join(self.lines))
-
-    def stop(self) -> int:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGINT)
-            try:
-                self.proc.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-        self.reader.join(timeout=10)
-        return self.proc.returncode
+        super().__init__([str(installed.command), "up", *args], folder, installed.env())
 
 
 @pytest.fixture
@@ -182,15 +145,6 @@ def running() -> Iterator[list[Up]]:
     yield started
     for up in started:
         up.stop()
-
-
-def free_port() -> int:
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 async def search_code(url: str, token: str, query: str) -> list[dict[str, object]]:
@@ -289,6 +243,7 @@ def test_up_in_a_project_folder_indexes_it_and_answers_search_code(
     assert (data / "token").read_text(encoding="utf-8").strip() == token
     assert sorted(p.name for p in project.iterdir()) == ["README.md", "billing"]
 
+    wait_until_served(url, token)
     hits = anyio.run(search_code, url, token, "how is the invoice number made")
     assert hits and hits[0]["path"] == "billing/invoice.py", hits
     assert "generate_number" in str(hits[0]["symbol"]) or "Invoice" in str(hits[0]["symbol"])
@@ -306,14 +261,12 @@ def test_up_in_a_project_folder_indexes_it_and_answers_search_code(
     second = run([installed.command, "up", "--port", str(port)], cwd=other, env=installed.env())
     assert second.returncode == 0, second.stdout + second.stderr
     assert "already serves" in second.stdout and "/rag-mcp/tools " in second.stdout
+    tools = f"http://127.0.0.1:{port}/rag-mcp/tools"
+    wait_until_served(tools, token, timeout=120)  # once the server has read the projects file
     deadline = time.monotonic() + 120
-    while True:
-        try:
-            found = anyio.run(search_code, f"http://127.0.0.1:{port}/rag-mcp/tools", token, "retry")
-        except Exception:
-            found = []
-        if found or time.monotonic() > deadline:
-            break
+    found: list[dict[str, object]] = []
+    while not found and time.monotonic() < deadline:  # and answers once its sweep is in
+        found = anyio.run(search_code, tools, token, "call again after a failure")
         time.sleep(0.5)
     assert found and found[0]["path"] == "retry.py", found
     assert up.stop() == 0

@@ -11,12 +11,7 @@ from __future__ import annotations
 import os
 import re
 import shlex
-import signal
-import socket
-import subprocess
 import sys
-import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -26,6 +21,7 @@ import pytest
 
 pytest.register_assert_rewrite("server_fixtures")
 
+from running import Running, free_port, wait_until_served  # noqa: E402
 from server_fixtures import SHOP_FILES, make_tree  # noqa: E402
 
 if TYPE_CHECKING:
@@ -39,55 +35,12 @@ CLAUDE_LINE = re.compile(
 )
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
-class Up:
+class Up(Running):
     """`python -m rag_server.cli up` in `folder`, its output collected line by line."""
 
     def __init__(self, folder: Path, *args: str) -> None:
         env = {k: v for k, v in os.environ.items() if not k.startswith("CODE_RAG_")}
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "rag_server.cli", "up", *args],
-            cwd=folder,
-            env=env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-        )
-        self.lines: list[str] = []
-        self.reader = threading.Thread(target=self._read, daemon=True)
-        self.reader.start()
-
-    def _read(self) -> None:
-        assert self.proc.stdout is not None
-        for line in self.proc.stdout:
-            self.lines.append(line.rstrip("\n"))
-
-    def wait_for(self, pattern: re.Pattern[str], timeout: float) -> re.Match[str]:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            for line in list(self.lines):
-                if match := pattern.search(line):
-                    return match
-            if self.proc.poll() is not None and not self.reader.is_alive():
-                break
-            time.sleep(0.1)
-        raise AssertionError("`up` never printed it; output:\n" + "\n".join(self.lines))
-
-    def stop(self) -> int:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGINT)
-            try:
-                self.proc.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-        self.reader.join(timeout=10)
-        return self.proc.returncode
+        super().__init__([sys.executable, "-m", "rag_server.cli", "up", *args], folder, env)
 
 
 @pytest.fixture
@@ -96,23 +49,6 @@ def running() -> Iterator[list[Up]]:
     yield started
     for up in started:
         up.stop()
-
-
-def wait_until_served(url: str, token: str, timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            response = httpx.post(
-                url,
-                json={"jsonrpc": "2.0", "id": 1, "method": "ping"},
-                headers={"X-RAG-Token": token},
-            )
-            if response.status_code == 200:
-                return
-        except httpx.TransportError:
-            pass
-        time.sleep(0.2)
-    raise AssertionError(f"nothing served at {url}")
 
 
 def search(url: str, token: str, query: str, **filters: Any) -> dict[str, Any]:
