@@ -5,7 +5,7 @@ own spelling; found whatever its case). A tree is written under `bench/.cache/lo
 one folder per repository, holding the files of one commit at a time: what
 `git archive <commit> | tar -x` would write, less symbolic links, submodules and every path
 that holds a reserved or training library's name (the file-level eval's rule,
-questions.path_refusal), and less the blobs the snapshot does not carry (a snapshot may leave
+`Forbidden.in_path`), and less the blobs the snapshot does not carry (a snapshot may leave
 out its largest files: jars, binaries, data; `Tree.absent` counts them). Moving a folder to
 another commit rewrites only the files whose blob differs and removes those that are gone, so
 the files that did not change keep their mtime and a sweep of the folder re-reads only what
@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-from bench.eval.long.questions import path_refusal
+from bench.eval.files.corpus import Forbidden
 
 REPO = Path(__file__).resolve().parents[3]
 MIRRORS = REPO.parent / ".mirror"
@@ -92,7 +92,7 @@ class Mirror:
         library's name)."""
         kept, refused = {}, []
         for path, blob in self.blobs(commit).items():
-            if path_refusal(path) is None:
+            if Forbidden.load().in_path(path) is None:
                 kept[path] = blob
             else:
                 refused.append(path)
