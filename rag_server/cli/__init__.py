@@ -14,6 +14,7 @@ assembles the commands, in the order `--help` lists them:
     develop.py      test, check
     db.py, model.py the `db` and `model` command groups
     tokens.py       the `token` command group: tokens for one project or one group
+    worker.py       worker: fills pending vectors beside the indexer, here or elsewhere
     common.py       the shared options, opening the database, our errors as one line
     render.py       what a person reads on a terminal: progress, reports, status
     admin_client.py the calls to the running server's admin endpoint
