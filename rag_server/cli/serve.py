@@ -12,7 +12,7 @@ from typing import Annotated
 
 import typer
 
-from indexer.errors import RagError
+from indexer.errors import ConfigError, RagError
 from rag_server.cli.common import ConfigOption, settings_from, user_errors
 from rag_server.cli.render import MODEL_FREE_LINE, SweepPrinter, describe_report
 from rag_server.config import (
@@ -157,9 +157,12 @@ def up(
                 f"no projects in {settings.projects_path}: add one (see "
                 "rag-projects.json.example), then run code-rag up again"
             )
-        if _already_serving(settings):
-            return
-        check_port_free(settings)
+        try:
+            check_port_free(settings)
+        except ConfigError:  # taken: by this configuration's own server, it joins it
+            if _already_serving(settings):
+                return
+            raise
         if not settings.indexer.enabled:  # a replica sweeps nothing: it serves at once
             _print_replica_line(settings)
             _print_connect_lines(settings)
