@@ -19,6 +19,12 @@ curve, the probes and the time taken.
     ./bld model export bench/.cache/train/model bench/.cache/train/model-int8 --int8 \
         --name code-minilm-l6-v2-int8
 
+A long run on CPU can be cut: the run's state (weights, optimiser, schedule, random
+generator, loss curve, probes) is saved every `--checkpoint-every` steps beside `--out`
+(`OUT.partial.pt`), and the same command run again resumes from it to the same weights as a
+run straight through (`--stop-after N` stops after step N on purpose). A state saved with
+other arguments is refused.
+
 The defaults are the recipe of the shipped model (indexer/embed/models/code-minilm-l6-v2, whose
 `training.json` is that run's record): batch 64, three epochs, lr 2e-5, code cut at 256 tokens.
 
@@ -165,7 +171,22 @@ def main(argv: list[str] | None = None) -> None:
         help="add, per pair, its library's definition the starting model confuses most with it",
     )
     ap.add_argument("--hard-margin", type=float, default=0.95)
+    ap.add_argument(
+        "--checkpoint",
+        type=Path,
+        default=None,
+        help="the run's state, saved every --checkpoint-every steps and resumed from when the "
+        "same command runs again (default: OUT.partial.pt beside --out)",
+    )
+    ap.add_argument("--checkpoint-every", type=int, default=20)
+    ap.add_argument(
+        "--stop-after",
+        type=int,
+        default=0,
+        help="save the state after this step and stop; the same command resumes the run",
+    )
     args = ap.parse_args(argv)
+    checkpoint = args.checkpoint or args.out.with_name(args.out.name + ".partial.pt")
 
     if args.deterministic:
         # cuBLAS picks reduction orders by workspace unless told: the fixed one is reproducible.
@@ -241,12 +262,64 @@ def main(argv: list[str] | None = None) -> None:
         f"({args.threads} threads, seed {args.seed})",
         file=sys.stderr,
     )
-    run_probe(0)
     labels = torch.arange(args.batch, device=device)
     curve: list[tuple[int, float]] = []
     window: list[float] = []
+    # What decides the weights: a saved state resumes only the run it was saved from.
+    identity = {
+        k: (str(v) if isinstance(v, Path) else v)
+        for k, v in vars(args).items()
+        if k not in ("out", "checkpoint", "checkpoint_every", "stop_after")
+    }
+    identity["pairs_sha256"] = sha256_of(args.pairs)
+    identity["base_sha256"] = sha256_of(source / "model.safetensors")
+    done = 0
+    before = 0.0  # seconds spent by the runs this one resumes
+    runs = 1
+    if checkpoint.exists():
+        state = torch.load(checkpoint, map_location=device, weights_only=False)
+        if state["identity"] != identity:
+            changed = sorted(k for k in identity if state["identity"].get(k) != identity[k])
+            raise SystemExit(
+                f"{checkpoint}: saved by a run with other {', '.join(changed)}; "
+                "delete it to start afresh, or run with the arguments it was saved with"
+            )
+        model.load_state_dict(state["model"])
+        optimizer.load_state_dict(state["optimizer"])
+        schedule.load_state_dict(state["schedule"])
+        torch.set_rng_state(state["rng"])
+        if device.type == "cuda":
+            torch.cuda.set_rng_state_all(state["cuda_rng"])
+        done, before, runs = state["step"], state["seconds"], state["runs"] + 1
+        curve, window, probes[:] = state["curve"], state["window"], state["probes"]
+        print(f"resumed at step {done}/{steps} from {checkpoint}", file=sys.stderr)
+    else:
+        run_probe(0)
+
+    def save_state(step: int) -> None:
+        state = {
+            "identity": identity,
+            "step": step,
+            "seconds": before + time.perf_counter() - started,
+            "runs": runs,
+            "model": model.state_dict(),
+            "optimizer": optimizer.state_dict(),
+            "schedule": schedule.state_dict(),
+            "rng": torch.get_rng_state(),
+            "cuda_rng": torch.cuda.get_rng_state_all() if device.type == "cuda" else [],
+            "curve": curve,
+            "window": window,
+            "probes": probes,
+        }
+        partial = checkpoint.with_name(checkpoint.name + ".tmp")
+        checkpoint.parent.mkdir(parents=True, exist_ok=True)
+        torch.save(state, partial)
+        partial.replace(checkpoint)  # a run killed mid-save keeps the previous state
+
     started = time.perf_counter()
     for step, batch in enumerate(plan, 1):
+        if step <= done:
+            continue
         q = embed([p["query"] for p in batch], args.query_tokens)
         d = embed([p["document"] for p in batch], args.doc_tokens)
         scores = SCALE * q @ d.T
@@ -278,15 +351,23 @@ def main(argv: list[str] | None = None) -> None:
             elapsed = time.perf_counter() - started
             print(
                 f"\r  step {step}/{steps}, loss {curve[-1][1]:.3f}, {elapsed:.0f} s "
-                f"(eta {elapsed / step * (steps - step):.0f} s)",
+                f"(eta {elapsed / (step - done) * (steps - step):.0f} s)",
                 end="",
                 file=sys.stderr,
                 flush=True,
             )
         if step % per_epoch == 0:
             run_probe(step // per_epoch)
+        if step < steps and (step % args.checkpoint_every == 0 or step == args.stop_after):
+            save_state(step)
+        if step == args.stop_after and step < steps:
+            print(
+                f"\nstopped after step {step}/{steps}; the same command resumes from {checkpoint}",
+                file=sys.stderr,
+            )
+            return
     print(file=sys.stderr)
-    seconds = time.perf_counter() - started
+    seconds = before + time.perf_counter() - started
 
     # A sentence-transformers folder: the source's pooling/normalise modules and tokenizer,
     # the new transformer weights.
@@ -308,6 +389,7 @@ def main(argv: list[str] | None = None) -> None:
         "arguments": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
         "steps": steps,
         "seconds": round(seconds, 1),
+        "runs": runs,
         "loss_curve": curve,
         "torch": torch.__version__,
         "device": torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu",
@@ -315,6 +397,7 @@ def main(argv: list[str] | None = None) -> None:
         "weights_sha256": sha256_of(args.out / "model.safetensors"),
     }
     (args.out / "training.json").write_text(json.dumps(record, indent=1) + "\n")
+    checkpoint.unlink(missing_ok=True)
     print(
         f"{steps} steps in {seconds:.0f} s ({seconds / max(steps, 1):.2f} s/step); "
         f"weights {record['weights_sha256'][:16]} -> {args.out}",
