@@ -145,6 +145,35 @@ def verbatim_chunks(
     return [(r[0], r[1]) for r in rows]
 
 
+def files_named(
+    conn: Conn, schema: Schema, names: Sequence[str], filters: Mapping[str, Any], limit: int
+) -> list[tuple[int, str]]:
+    """(file id, path) of indexed files whose name is one of `names` (a path equal to it or
+    ending in `/name`), at most `limit`."""
+    if not names:
+        return []
+    params = {
+        **filters,
+        "names": list(names),
+        "suffixes": ["%/" + like_escape(n) for n in names],
+        "limit": limit,
+    }
+    rows = conn.execute(schema.sql(queries.FILES_NAMED), params, prepare=False).fetchall()
+    return [(r[0], r[1]) for r in rows]
+
+
+def chunks_at_lines(
+    conn: Conn, schema: Schema, places: Sequence[tuple[int, int | None]]
+) -> list[tuple[int, int]]:
+    """For each (file id, line or None) of `places`, in order: (chunk id, file id) of the
+    file's chunk holding the line, or of its first chunk; a file with no chunk gives none."""
+    if not places:
+        return []
+    params = {"files": [f for f, _ in places], "lines": [line for _, line in places]}
+    rows = conn.execute(schema.sql(queries.CHUNK_AT_LINE), params).fetchall()
+    return [(r[1], r[2]) for r in rows]
+
+
 def chunks_by_id(conn: Conn, schema: Schema, ids: Sequence[int]) -> dict[int, StoredChunk]:
     if not ids:
         return {}

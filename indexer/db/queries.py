@@ -199,6 +199,32 @@ SELECT c.id, hit.language
  LIMIT %(limit)s
 """
 )
+# Files by name, for the files a query names (`search.reading`): the indexed paths equal to
+# one of `names` or ending in `/` and one of them (the `suffixes`, LIKE patterns).
+FILES_NAMED = (
+    """
+SELECT f.id, f.path
+  FROM {schema}.rag_file f
+ WHERE (f.path = ANY(%(names)s) OR f.path LIKE ANY(%(suffixes)s))
+"""
+    + _SEARCH_FILTERS
+    + """
+ ORDER BY f.id
+ LIMIT %(limit)s
+"""
+)
+# Per (file, line) asked for, in order: the file's chunk holding the line (the innermost, when
+# definitions nest), or its first chunk when no line is given or none holds it.
+CHUNK_AT_LINE = """
+SELECT DISTINCT ON (w.n) w.n, c.id, c.file_id
+  FROM unnest(%(files)s::bigint[], %(lines)s::integer[]) WITH ORDINALITY AS w(file_id, line, n)
+  JOIN {schema}.rag_chunk c ON c.file_id = w.file_id
+ ORDER BY w.n,
+          (w.line IS NOT NULL AND c.start_line <= w.line AND c.end_line >= w.line) DESC,
+          CASE WHEN w.line IS NOT NULL AND c.start_line <= w.line AND c.end_line >= w.line
+               THEN c.end_line - c.start_line ELSE 0 END,
+          c.ordinal
+"""
 # Rows as `rows.StoredChunk`. A chunk's symbols are its file's, read by the file's key (the
 # index of symbols by chunk may be missing, and then this read every symbol).
 CHUNKS_BY_ID = """

@@ -12,8 +12,18 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from indexer import lexical
-from indexer.db import Conn, DefinitionPiece, Ranked, Schema, StoredChunk, like_escape, lookup
+from indexer.db import (
+    ChunkFile,
+    Conn,
+    DefinitionPiece,
+    Ranked,
+    Schema,
+    StoredChunk,
+    like_escape,
+    lookup,
+)
 from indexer.search.fusion import Ranking
+from indexer.search.reading import Mention, best_tail
 
 # How many HNSW neighbours the vector side considers (pgvector's hnsw.ef_search).
 DEFAULT_EF_SEARCH = 400
@@ -44,6 +54,8 @@ QUESTION_OPENING_RE = re.compile(
     re.IGNORECASE,
 )
 MIN_QUESTION_WORDS = 3
+# The files read to resolve the names a query mentions (`mentioned_chunks`).
+MAX_NAMED_FILES = 200
 
 
 def vector_query(query: str) -> str:
@@ -102,6 +114,25 @@ def exact_symbol(conn: Conn, schema: Schema, query: str, filters: Mapping[str, A
         owner or None,
         filters,
     )
+
+
+def mentioned_chunks(
+    conn: Conn, schema: Schema, mentions: Sequence[Mention], filters: Mapping[str, Any]
+) -> list[ChunkFile]:
+    """The chunks at the files a query names (`reading.mentions`), in the order it names
+    them: each mention's files by the longest tail of its path (`reading.best_tail`), and in
+    each the chunk holding the line it points at, or the file's first chunk."""
+    names = sorted({m.parts[-1] for m in mentions if m.parts})
+    by_name: dict[str, dict[str, int]] = {}
+    for file_id, path in lookup.files_named(conn, schema, names, filters, MAX_NAMED_FILES):
+        by_name.setdefault(path.rsplit("/", 1)[-1], {})[path] = file_id
+    places: dict[int, tuple[int | None, str]] = {}
+    for mention in mentions:
+        ids = by_name.get(mention.parts[-1], {}) if mention.parts else {}
+        for path in best_tail(mention, list(ids)):
+            places.setdefault(ids[path], (mention.line, path))
+    found = lookup.chunks_at_lines(conn, schema, [(f, line) for f, (line, _) in places.items()])
+    return [ChunkFile(chunk_id, file_id, places[file_id][1]) for chunk_id, file_id in found]
 
 
 def vector_param(vector: Sequence[float]) -> Any:

@@ -86,6 +86,27 @@ class Ranking:
     # the keyword side finds and whose main function the vectors find counts both. Files are
     # reordered among the first top_k, never brought into them (docs/lab-log.md).
     file_fusion: float = 0.5
+    # A query at least this long is read as a report (a bug report, a traceback, a log:
+    # `reading.py`): template noise left out, roles asked for by its title alone, data and
+    # markup files demoted, the files it names looked up. 0: every query is read as it is.
+    long_query_chars: int = 0
+    # What a long query's rankers read: its text without the template's comments,
+    # checklists, headings and links (True), or the query as it is.
+    long_clean: bool = True
+    # A long query asks for tests, docs or examples by its title alone (True), or by any
+    # word of it.
+    long_title_roles: bool = True
+    # A long query demotes files that are data or markup, not code (yaml, json, markdown...).
+    long_demote_data: bool = True
+    # How many terms a long query's keyword side reads, the most telling first
+    # (`reading.report_terms`: title, code, then prose); 0: its first MAX_QUERY_TERMS, as
+    # any query's. At most 64 (the keyword ranker's limit).
+    long_terms: int = 0
+    # Whether code holding a long query's identifiers verbatim is lifted, as a short one's.
+    long_verbatim: bool = True
+    # Added to the fused score of the chunk at each file a long query names (a frame, a
+    # path), before demotion: the lift of being named. 0: names are not looked up.
+    mention_weight: float = 0.5
     # Whether this ranking runs the keyword side alone, with no vector side (`alone()`).
     keyword_alone: bool = False
 
@@ -131,6 +152,8 @@ class Candidates:
     keyword_scores: list[float] = field(default_factory=list)
     # The file of each chunk of the ranked lists (both rankers read it with the chunk).
     files: dict[int, ChunkFile] = field(default_factory=dict)
+    # The chunks at the files a long query names, in the order it names them (`reading.py`).
+    mentioned: list[int] = field(default_factory=list)
 
 
 def scored(ranked: Sequence[Ranked]) -> tuple[list[int], list[float]]:
@@ -157,6 +180,8 @@ def fuse(
     verbatim (and not demoted) come above the rest (in their fused order), and chunks named
     exactly by the query above everything, in their order."""
     scores = _score_fusion(candidates, ranking)
+    for chunk_id in candidates.mentioned:
+        scores[chunk_id] = scores.get(chunk_id, 0.0) + ranking.mention_weight
     if demoted:
         for chunk_id in demoted:
             if chunk_id in scores:
@@ -210,8 +235,11 @@ def _fuse_files(
         file_id = file_of.get(chunk_id)
         if file_id in files:
             heads.setdefault(file_id, chunk_id)
+    named = {file_of.get(chunk_id) for chunk_id in candidates.mentioned}
     for file_id, head in heads.items():
         whole = sum(share * best.get(file_id, 0.0) for share, best in sides)
+        if file_id in named:
+            whole += ranking.mention_weight
         if head in demoted:
             whole *= ranking.demote
         scores[head] += ranking.file_fusion * (whole - scores[head])

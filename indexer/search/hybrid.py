@@ -54,6 +54,7 @@ from indexer.search.parts import (
     shaping_rows_over,
 )
 from indexer.search.query_cache import QueryVectorCache
+from indexer.search.reading import Reading, read_query
 from indexer.search.roles import Located, PathRoles
 
 DEFAULT_TOP_K = 10
@@ -132,24 +133,25 @@ def search_code(
     if mode == "keyword":
         ranking = ranking.alone()
     projects = [project] if isinstance(project, Project) else list(project)
+    reading = read_query(query, ranking)
     lists = _Lists(
         db,
         _parts(projects, repo, language, path_glob),
         ranking.deep_enough(top_k * 3),
         term_stats,
         f"searching {', '.join(p.name for p in projects)}",
-        query,
+        reading,
         # A path_glob chose the files: none of them counts for less for what it is.
         path_glob is None,
         by_file,
     )
     if mode == "keyword":
         with db.reading(lists.what) as conn, conn.transaction():
-            candidates = lists.others_on(conn, query, keyword=True)
+            candidates = lists.others_on(conn, keyword=True)
             scores, hits = lists.fused_hits(conn, candidates, top_k)
     else:
         assert embedder is not None
-        scores, hits = _with_vectors(lists, embedder, query, mode, top_k, ef_search, query_vectors)
+        scores, hits = _with_vectors(lists, embedder, mode, top_k, ef_search, query_vectors)
     return _search_hits(lists.parts, scores, hits)
 
 
@@ -191,7 +193,6 @@ def _parts(
 def _with_vectors(
     lists: _Lists,
     embedder: Embedder,
-    query: str,
     mode: str,
     top_k: int,
     ef_search: int,
@@ -199,8 +200,8 @@ def _with_vectors(
 ) -> tuple[dict[int, float], list[Hit]]:
     """A search with the vector side: the other lists gathered at once in a thread of their
     own while this one embeds the query, then the vector side, then fusion."""
-    with _Concurrent(partial(lists.others, query, mode)) as others:
-        text = vector_query(query)
+    with _Concurrent(partial(lists.others, mode)) as others:
+        text = vector_query(lists.reading.text)
         if query_vectors is not None:
             vector = query_vectors.vector(embedder, text)
         else:
@@ -255,22 +256,32 @@ class _Lists:
     ranking: Ranking
     term_stats: TermStatsCache | None
     what: str
-    query: str
+    reading: Reading
     demote: bool  # False: every file counts as code
     by_file: bool
 
-    def others(self, query: str, mode: str, holding: Callable[[], None]) -> Candidates:
+    def others(self, mode: str, holding: Callable[[], None]) -> Candidates:
         """Every list but the vector one, on a connection of its own (`holding()` is called
         once it is held); the keyword side only when `mode` asks for it."""
-        if mode == "vector" and not SYMBOL_QUERY_RE.match(query):
+        if mode == "vector" and not SYMBOL_QUERY_RE.match(self.reading.text):
             return Candidates()
         with self.db.reading(self.what) as conn, conn.transaction():
             holding()
-            return self.others_on(conn, query, keyword=mode != "vector")
+            return self.others_on(conn, keyword=mode != "vector")
 
-    def others_on(self, conn: Conn, query: str, *, keyword: bool) -> Candidates:
+    def others_on(self, conn: Conn, *, keyword: bool) -> Candidates:
         """Every list but the vector one, on `conn`; the keyword side only with `keyword`."""
-        return other_candidates(conn, self.parts, query, self.ranking, keyword, self.term_stats)
+        return other_candidates(
+            conn,
+            self.parts,
+            self.reading.text,
+            self.ranking,
+            keyword,
+            self.term_stats,
+            self.reading.mentions,
+            self.reading.terms,
+            self.reading.verbatim,
+        )
 
     def check_model(self, conn: Conn, model: EmbeddingModel) -> None:
         """Refuse a query vector of another model than each index's."""
@@ -304,7 +315,13 @@ class _Lists:
         the chunk; the few others are looked up), so that the files that are not code are
         demoted and the candidates grouped by file. The hits a search by chunk would give
         (over the same order) fold into their files' hits, so none is lost."""
-        ids = {*candidates.vector, *candidates.keyword, *candidates.exact, *candidates.verbatim}
+        ids = {
+            *candidates.vector,
+            *candidates.keyword,
+            *candidates.exact,
+            *candidates.verbatim,
+            *candidates.mentioned,
+        }
         files = {cid: candidates.files[cid] for cid in ids if cid in candidates.files}
         files |= chunk_files(conn, self.parts, sorted(ids - files.keys()))
         file_of = {cid: f.file_id for cid, f in files.items()}
@@ -328,15 +345,16 @@ class _Lists:
         own project's reading of its paths."""
         if not self.demote:
             return set()
+        asking, data = self.reading.asking, self.reading.demote_data
         if len(self.parts) == 1:
-            return self.parts[0].roles.demoted_chunks(rows, self.query)
+            return self.parts[0].roles.demoted_chunks(rows, asking, data)
         of_part: dict[int, list[Located]] = {}
         for row in rows:
             of_part.setdefault(part_of(row.chunk_id), []).append(row)
         return {
             cid
             for index, found in of_part.items()
-            for cid in self.parts[index].roles.demoted_chunks(found, self.query)
+            for cid in self.parts[index].roles.demoted_chunks(found, asking, data)
         }
 
 

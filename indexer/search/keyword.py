@@ -18,6 +18,8 @@ from indexer import lexical
 from indexer.db import Conn, Ranked, Schema, lookup
 from indexer.search.fusion import Ranking
 
+# The most terms the keyword ranker scores (`queries.keyword_candidates_idf`).
+RANKED_TERMS = 64
 # Term statistics move only when the table is analysed: a cache reads them at most this often.
 TERM_STATS_SECONDS = 60.0
 
@@ -131,10 +133,12 @@ def keyword_candidates(
     ranking: Ranking,
     term_stats: TermStatsCache | None = None,
     stats: TermStats | None = None,
+    words: Sequence[str] | None = None,
 ) -> list[Ranked]:
-    """The keyword ranker's list for `query` with its scores, best first (see `Ranking`); the
-    term statistics `stats` (a group's), or the project's from `term_stats`, or read now."""
-    words = lexical.query_terms(query)
+    """The keyword ranker's list for `query` (or for its terms `words`, when the caller chose
+    them) with its scores, best first (see `Ranking`); the term statistics `stats` (a
+    group's), or the project's from `term_stats`, or read now."""
+    words = list(words)[:RANKED_TERMS] if words is not None else lexical.query_terms(query)
     if not words:
         return []
     if stats is None:
@@ -143,6 +147,13 @@ def keyword_candidates(
         stats = replace(stats, inflections=True)
     plan = keyword_plan(words, stats, ranking)
     forms = [lexical.inflections(w)[1:] if ranking.inflections else () for w in plan.terms]
+    # The ranker scores at most RANKED_TERMS terms: a word's other forms are one more each,
+    # for the first words while there is room (a long query's many words come first).
+    room = RANKED_TERMS - len(plan.terms)
+    for i, f in enumerate(forms):
+        if f:
+            forms[i] = f if room > 0 else ()
+            room -= 1
     chosen = set(plan.match_terms)
     # Each word scores as itself, and its other forms as one more term at inflection_weight
     # of its idf; ts_rank divides an OR query's rank by its number of words, so that term's

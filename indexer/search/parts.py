@@ -20,12 +20,14 @@ from indexer.search.candidates import (
     MAX_VERBATIM_CHUNKS,
     SYMBOL_QUERY_RE,
     exact_symbol,
+    mentioned_chunks,
     nearest,
     query_identifiers,
     shaping_rows,
 )
 from indexer.search.fusion import Candidates, Ranking, files_of, global_id, part_of, scored
 from indexer.search.keyword import TermStatsCache, keyword_candidates, merged_stats, read_term_stats
+from indexer.search.reading import Mention
 
 
 @dataclass(frozen=True)
@@ -61,9 +63,14 @@ def other_candidates(
     ranking: Ranking,
     keyword: bool = True,
     term_stats: TermStatsCache | None = None,
+    mentions: Sequence[Mention] = (),
+    words: Sequence[str] | None = None,
+    verbatim: bool = True,
 ) -> Candidates:
     """Every list but the vector one, over every part: the keyword list (unless `keyword` is
-    False), the exact symbol matches and the verbatim identifiers (with the keyword side)."""
+    False), the exact symbol matches, the verbatim identifiers (with the keyword side) and
+    the chunks at the files the query names (`mentions`); the keyword side reads `words`
+    when given (a long query's chosen terms), else the query's own."""
     found: list[Ranked] = []
     if keyword:
         stats = merged_stats(
@@ -73,7 +80,10 @@ def other_candidates(
             ]
         )
         lists = [
-            _global(p, keyword_candidates(conn, p.schema, query, p.filters, ranking, None, stats))
+            _global(
+                p,
+                keyword_candidates(conn, p.schema, query, p.filters, ranking, None, stats, words),
+            )
             for p in parts
         ]
         found = _merged(lists, ranking.keyword_depth)
@@ -83,10 +93,24 @@ def other_candidates(
             exact.extend(
                 global_id(p.index, c) for c in exact_symbol(conn, p.schema, query, p.filters)
             )
-    verbatim = verbatim_code(conn, parts, query) if keyword else []
+    lifted = verbatim_code(conn, parts, query) if keyword and verbatim else []
+    named: list[ChunkFile] = []
+    if mentions:
+        for p in parts:
+            named.extend(
+                ChunkFile(global_id(p.index, c.chunk_id), global_id(p.index, c.file_id), c.path)
+                for c in mentioned_chunks(conn, p.schema, mentions, p.filters)
+            )
     keyword_ids, keyword_scores = scored(found)
+    files = files_of(found) | {c.chunk_id: c for c in named}
     return Candidates(
-        [], keyword_ids, exact, verbatim, keyword_scores=keyword_scores, files=files_of(found)
+        [],
+        keyword_ids,
+        exact,
+        lifted,
+        keyword_scores=keyword_scores,
+        files=files,
+        mentioned=[c.chunk_id for c in named],
     )
 
 

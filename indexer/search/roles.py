@@ -18,6 +18,7 @@ from typing import Protocol
 
 import pathspec
 
+from chunkers import detect_language
 from indexer.project import Project
 
 TEST, DOCS, EXAMPLE, VENDORED, GENERATED, STUB = (
@@ -84,6 +85,11 @@ DEFAULT_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
 # Files that look like docs by their extension and are not.
 _NOT_DOCS = re.compile(r"(?:^|/)(?:CMakeLists|requirements[^/]*|constraints[^/]*)\.txt$", re.I)
 
+# Languages of data and markup, not code: a long query (a report, `reading.py`) demotes their
+# files, as it does files of no known language.
+DATA_LANGUAGES = frozenset(
+    ("markdown", "yaml", "json", "toml", "text", "xml", "rst", "ini", "csv", "diff")
+)
 # Words by which a query asks for files of a role.
 ASKING: dict[str, re.Pattern[str]] = {
     TEST: re.compile(
@@ -112,6 +118,13 @@ class Located(Protocol):
 
     @property
     def path(self) -> str: ...
+
+
+@functools.lru_cache(maxsize=16384)
+def is_data(path: str) -> bool:
+    """True when `path` is a file of data or markup (or of no known language), not code."""
+    language = detect_language(path)
+    return language is None or language in DATA_LANGUAGES
 
 
 @functools.lru_cache(maxsize=16384)
@@ -158,14 +171,27 @@ class PathRoles:
             return DOCS
         return default_role(path)
 
-    def demoted_chunks(self, rows: Iterable[Located], query: str) -> set[int]:
-        """Of the chunks `rows`, those search ranks below code for `query`."""
+    def demoted_chunks(self, rows: Iterable[Located], query: str, data: bool = False) -> set[int]:
+        """Of the chunks `rows`, those search ranks below code for `query` (and, with `data`,
+        those of files of data or markup)."""
         rows = list(rows)
-        paths = self.demoted({row.path for row in rows}, query)
+        paths = self.demoted({row.path for row in rows}, query, data)
         return {row.chunk_id for row in rows if row.path in paths}
 
-    def demoted(self, paths: Iterable[str], query: str) -> set[str]:
+    def demoted(self, paths: Iterable[str], query: str, data: bool = False) -> set[str]:
         """Of `paths`, those search ranks below code for `query`: a role the query does not
-        ask for."""
+        ask for; with `data`, also files of data or markup (`is_data`) that the project does
+        not say are code."""
         wanted = asked(query)
-        return {p for p in paths if (role := self.role(p)) is not None and role not in wanted}
+
+        def lower(path: str) -> bool:
+            role = self.role(path)
+            if role is not None:
+                return role not in wanted
+            return data and is_data(path) and not self.declared_code(path)
+
+        return {p for p in paths if lower(p)}
+
+    def declared_code(self, path: str) -> bool:
+        """True when the project's own globs say `path` is code."""
+        return self.code is not None and self.code.match_file(path)

@@ -20,6 +20,11 @@ per language, with a paired bootstrap against BM25.
     .venv/bin/python -m bench.eval.long.run --split tune
     .venv/bin/python -m bench.eval.long.run --split test --mode hybrid --json out.json
     .venv/bin/python -m bench.eval.long.run --split unseen --semble
+    .venv/bin/python -m bench.eval.long.run --split tune --try long:long_query_chars=400
+
+`--try NAME:key=value,...` (again for more) adds a row of the product with those fields of its
+`Ranking` changed (`bench/eval/run.py`'s `ranking_of`), asked on the same index right after the
+default: levers compared on one sweep, each paired against the product's row.
 """
 
 from __future__ import annotations
@@ -55,6 +60,7 @@ from bench.eval.long.bm25 import FileBM25
 from bench.eval.long.questions import Question
 from bench.eval.long.score import AT, K, LongScore, Summary, distinct, score
 from bench.eval.long.trees import MIRRORS, Mirror, materialise
+from indexer.search import Ranking
 
 REPO = Path(__file__).resolve().parents[3]
 CACHE = REPO / "bench" / ".cache" / "long"
@@ -110,6 +116,7 @@ def run(
     mirrors: Path = MIRRORS,
     cache: Path = CACHE,
     log: Callable[[str], None] = print,
+    tries: Sequence[tuple[str, Ranking]] = (),
 ) -> dict[str, list[LongScore]]:
     questions, problems = qmod.load()
     problems += qmod.validate(questions, mirrors)
@@ -125,7 +132,8 @@ def run(
         semble_python = make_semble(cache.parent / "semble")
     embedder = local_embedder() if mode == "hybrid" else None
     product = MODES[mode]
-    systems = [product, BM25, *([SEMBLE] if semble else [])]
+    variants = [(f"{product} {name}", ranking) for name, ranking in tries]
+    systems = [product, *(v for v, _ in variants), BM25, *([SEMBLE] if semble else [])]
     db = open_database(prepare_dirs(cache))
     started = time.perf_counter()
     answers: dict[str, dict[str, list[str]]] = {}
@@ -153,6 +161,9 @@ def run(
                 text = q.text[:QUERY_CHARS]
                 hits = search_code(db, project, embedder, text, top_k=K)
                 answers[q.qid] = {product: [h.path for h in hits], BM25: plain.search(text, K)}
+                for variant, ranking in variants:
+                    tried = search_code(db, project, embedder, text, top_k=K, ranking=ranking)
+                    answers[q.qid][variant] = [h.path for h in tried]
                 if semble_python:
                     answers[q.qid][SEMBLE] = semble_files[q.qid]
                 absent += [f"{q.qid}: {t}" for t in q.targets if t not in files]
@@ -183,6 +194,8 @@ def run(
         log(f"\n{len(absent)} target file(s) are not in the index: " + ", ".join(absent))
     log("\n" + summary_table(scores))
     log("\n" + paired(scores, product, BM25))
+    for variant, _ in variants:
+        log("\n" + paired(scores, variant, product))
     langs = [q.language for q in chosen]
     log(f"\n## every target among the first 5 files, per language ({split})\n")
     log(group_table(scores, langs, "language", lambda s: s.all_at[AT.index(5)]))
@@ -284,10 +297,23 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--limit", type=int, default=0, help="the first N questions only")
     ap.add_argument("--mirrors", type=Path, default=MIRRORS, help="the repositories' mirrors")
     ap.add_argument("--cache", type=Path, default=CACHE, help="trees, database, work files")
+    ap.add_argument(
+        "--try",
+        dest="tries",
+        action="append",
+        default=[],
+        metavar="NAME:key=value,...",
+        help="also the product with these Ranking fields changed (again for more)",
+    )
     args = ap.parse_args(argv)
+    from bench.eval.run import ranking_of
+
+    tries = [
+        (name, ranking_of(fields)) for name, _, fields in (t.partition(":") for t in args.tries)
+    ]
     run(
         args.split, args.mode, args.json, args.semble, args.repo, args.limit, args.mirrors,
-        args.cache,
+        args.cache, tries=tries,
     )  # fmt: skip
 
 
