@@ -285,9 +285,26 @@ def test_keyword_side_matches_only_rare_terms_and_ranks_a_bounded_set(
     assert plan.match_terms == ("checksum",)
     assert plan.idfs[2] > plan.idfs[0]
     hits = search_code(
-        database, project, None, "value data checksum", mode="keyword", ranking=ranking
+        database, project, None, "value data checksum", mode="keyword", ranking=ranking, top_k=5
     )
     assert {h.path for h in hits} == {f"m{i}.py" for i in range(5)}
+    # Asked for more files than the rare term is in, the match widens to every term: the
+    # answer holds the ten asked for, the rare term's files first.
+    hits = search_code(
+        database, project, None, "value data checksum", mode="keyword", ranking=ranking
+    )
+    assert len(hits) == 10
+    assert {h.path for h in hits[:5]} == {f"m{i}.py" for i in range(5)}
+    with conn.transaction():
+        schema = Schema(project_name)
+        narrow = keyword.keyword_candidates(
+            conn, schema, "value data checksum", NO_FILTERS, ranking, files=5
+        )
+        wide = keyword.keyword_candidates(
+            conn, schema, "value data checksum", NO_FILTERS, ranking, files=6
+        )
+        assert {r.path for r in narrow} == {f"m{i}.py" for i in range(5)}
+        assert len({r.file_id for r in wide}) > 5
 
     # The statement reads its rows through the GIN index and puts the planner back after.
     with conn.transaction():

@@ -6,12 +6,16 @@ below code. Pure reading first, then search over a real index (model-free and wi
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
+from indexer.db import Conn, Schema
 from indexer.project import Project, Root
 from indexer.search import search_code
-from indexer.search.fusion import Ranking
+from indexer.search.fusion import DEFAULT_RANKING, Ranking
 from indexer.search.reading import (
     MAX_MENTIONS,
     Mention,
@@ -23,11 +27,11 @@ from indexer.search.reading import (
 )
 from indexer.sweep import SweepOptions, sweep_project
 from tests.ollama_standin import OllamaStandin, ollama_standin
-from tests.test_search import swept, write
+from tests.test_search import stored_project, swept, unit, write
 
 __all__ = ["ollama_standin"]
 
-LONG = Ranking(long_query_chars=400)
+LONG = DEFAULT_RANKING  # reads a query of 400 characters or more as a report
 
 REPORT = """\
 ### zip() fails when the path holds a parenthesis
@@ -64,6 +68,7 @@ def test_a_short_query_is_read_as_it_is() -> None:
     reading = read_query(query, LONG)
     assert (reading.text, reading.asking, reading.mentions) == (query, query, ())
     assert not reading.demote_data
+    assert reading.verbatim  # its identifiers are looked for verbatim
     # Off by the ranking: a report is read as it is too.
     off = read_query(REPORT, Ranking(long_query_chars=0))
     assert (off.text, off.mentions) == (REPORT, ())
@@ -73,6 +78,7 @@ def test_a_long_query_asks_by_its_title_and_names_its_frames() -> None:
     reading = read_query(REPORT, LONG)
     assert reading.asking == "### zip() fails when the path holds a parenthesis"
     assert reading.demote_data
+    assert not reading.verbatim  # a report names identifiers in passing: none is lifted
     # The checklist's link to CONTRIBUTING.md went with the checklist, and it is markup.
     assert reading.mentions == (
         Mention("/Users/me/.gem/ruby/2.7.2/gems/shop-2.190.0/lib/shop/actions/zip.rb", 6),
@@ -222,3 +228,27 @@ def test_a_report_demotes_data_and_markup_and_asks_for_tests_by_its_title(
     asking = "the tests of zip with a parenthesis in the path\n\n" + body
     tests_first = search_code(database, project, embedder, asking, ranking=LONG)
     assert tests_first[0].path == "spec/zip_spec.rb"
+
+
+def test_a_report_gets_every_hit_it_asks_for_when_that_many_files_hold_its_words(
+    database: Any, conn: Conn, project_name: str
+) -> None:
+    # 60 files hold the report's common words, 2 its rare one. With a match budget the rare
+    # word covers alone, the keyword side would find 2 files; asked for 20, it widens.
+    rng = np.random.default_rng(5)
+    files = {
+        f"lib/m{i}.rb": [(1, 3, "flush the write buffer" + (" quokka" if i < 2 else ""), unit(rng))]
+        for i in range(60)
+    }
+    project = stored_project(conn, project_name, files)
+    conn.execute(Schema(project_name).sql("ANALYZE {schema}.rag_chunk"))
+    conn.commit()
+    report = (
+        "quokka: flush loses the write buffer\n\n"
+        + "When the buffer is flushed twice the second write is lost. " * 8
+    )
+    assert len(report) >= DEFAULT_RANKING.long_query_chars
+    ranking = replace(DEFAULT_RANKING, match_rows=3)
+    hits = search_code(database, project, None, report, top_k=20, ranking=ranking)
+    assert len(hits) == 20
+    assert {h.path for h in hits[:2]} == {"lib/m0.rb", "lib/m1.rb"}

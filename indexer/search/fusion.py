@@ -89,7 +89,8 @@ class Ranking:
     # A query at least this long is read as a report (a bug report, a traceback, a log:
     # `reading.py`): template noise left out, roles asked for by its title alone, data and
     # markup files demoted, the files it names looked up. 0: every query is read as it is.
-    long_query_chars: int = 0
+    # Each step was measured on the long-question eval's tuning split (docs/lab-log.md).
+    long_query_chars: int = 400
     # What a long query's rankers read: its text without the template's comments,
     # checklists, headings and links (True), or the query as it is.
     long_clean: bool = True
@@ -98,12 +99,8 @@ class Ranking:
     long_title_roles: bool = True
     # A long query demotes files that are data or markup, not code (yaml, json, markdown...).
     long_demote_data: bool = True
-    # How many terms a long query's keyword side reads, the most telling first
-    # (`reading.report_terms`: title, code, then prose); 0: its first MAX_QUERY_TERMS, as
-    # any query's. At most 64 (the keyword ranker's limit).
-    long_terms: int = 0
     # Whether code holding a long query's identifiers verbatim is lifted, as a short one's.
-    long_verbatim: bool = True
+    long_verbatim: bool = False
     # Added to the fused score of the chunk at each file a long query names (a frame, a
     # path), before demotion: the lift of being named. 0: names are not looked up.
     mention_weight: float = 0.5

@@ -144,6 +144,7 @@ def search_code(
         # A path_glob chose the files: none of them counts for less for what it is.
         path_glob is None,
         by_file,
+        top_k,
     )
     if mode == "keyword":
         with db.reading(lists.what) as conn, conn.transaction():
@@ -259,6 +260,7 @@ class _Lists:
     reading: Reading
     demote: bool  # False: every file counts as code
     by_file: bool
+    top_k: int
 
     def others(self, mode: str, holding: Callable[[], None]) -> Candidates:
         """Every list but the vector one, on a connection of its own (`holding()` is called
@@ -279,8 +281,8 @@ class _Lists:
             keyword,
             self.term_stats,
             self.reading.mentions,
-            self.reading.terms,
             self.reading.verbatim,
+            self.top_k,
         )
 
     def check_model(self, conn: Conn, model: EmbeddingModel) -> None:

@@ -18,8 +18,6 @@ from indexer import lexical
 from indexer.db import Conn, Ranked, Schema, lookup
 from indexer.search.fusion import Ranking
 
-# The most terms the keyword ranker scores (`queries.keyword_candidates_idf`).
-RANKED_TERMS = 64
 # Term statistics move only when the table is analysed: a cache reads them at most this often.
 TERM_STATS_SECONDS = 60.0
 
@@ -133,12 +131,16 @@ def keyword_candidates(
     ranking: Ranking,
     term_stats: TermStatsCache | None = None,
     stats: TermStats | None = None,
-    words: Sequence[str] | None = None,
+    files: int = 0,
 ) -> list[Ranked]:
-    """The keyword ranker's list for `query` (or for its terms `words`, when the caller chose
-    them) with its scores, best first (see `Ranking`); the term statistics `stats` (a
-    group's), or the project's from `term_stats`, or read now."""
-    words = list(words)[:RANKED_TERMS] if words is not None else lexical.query_terms(query)
+    """The keyword ranker's list for `query` with its scores, best first (see `Ranking`); the
+    term statistics `stats` (a group's), or the project's from `term_stats`, or read now.
+
+    When the rarest terms alone match rows of fewer than `files` files (a search's top_k), the
+    match widens to every term of the query: an answer holds as many hits as it asks for
+    whenever that many files hold the query's words. Only then does a common word's rows get
+    ranked (at most `ranking.max_ranked` of them)."""
+    words = lexical.query_terms(query)
     if not words:
         return []
     if stats is None:
@@ -147,13 +149,6 @@ def keyword_candidates(
         stats = replace(stats, inflections=True)
     plan = keyword_plan(words, stats, ranking)
     forms = [lexical.inflections(w)[1:] if ranking.inflections else () for w in plan.terms]
-    # The ranker scores at most RANKED_TERMS terms: a word's other forms are one more each,
-    # for the first words while there is room (a long query's many words come first).
-    room = RANKED_TERMS - len(plan.terms)
-    for i, f in enumerate(forms):
-        if f:
-            forms[i] = f if room > 0 else ()
-            room -= 1
     chosen = set(plan.match_terms)
     # Each word scores as itself, and its other forms as one more term at inflection_weight
     # of its idf; ts_rank divides an OR query's rank by its number of words, so that term's
@@ -171,4 +166,9 @@ def keyword_candidates(
         ),
         "max_ranked": ranking.max_ranked,
     }
-    return lookup.keyword_candidates(conn, schema, params, len(params["term_queries"]))
+    found = lookup.keyword_candidates(conn, schema, params, len(params["term_queries"]))
+    if len(plan.match_terms) < len(plan.terms) and len({r.file_id for r in found}) < files:
+        every = [x for w, f in zip(plan.terms, forms, strict=True) for x in (w, *f)]
+        params["tsquery"] = lexical.tsquery_any(every)
+        found = lookup.keyword_candidates(conn, schema, params, len(params["term_queries"]))
+    return found

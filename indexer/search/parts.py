@@ -64,13 +64,14 @@ def other_candidates(
     keyword: bool = True,
     term_stats: TermStatsCache | None = None,
     mentions: Sequence[Mention] = (),
-    words: Sequence[str] | None = None,
     verbatim: bool = True,
+    top_k: int = 0,
 ) -> Candidates:
     """Every list but the vector one, over every part: the keyword list (unless `keyword` is
     False), the exact symbol matches, the verbatim identifiers (with the keyword side) and
-    the chunks at the files the query names (`mentions`); the keyword side reads `words`
-    when given (a long query's chosen terms), else the query's own."""
+    the chunks at the files the query names (`mentions`); without `verbatim`, no verbatim
+    identifiers (a long query's). The keyword list reaches `top_k` files whenever the
+    query's words are in that many (`keyword.keyword_candidates`)."""
     found: list[Ranked] = []
     if keyword:
         stats = merged_stats(
@@ -82,7 +83,7 @@ def other_candidates(
         lists = [
             _global(
                 p,
-                keyword_candidates(conn, p.schema, query, p.filters, ranking, None, stats, words),
+                keyword_candidates(conn, p.schema, query, p.filters, ranking, None, stats, top_k),
             )
             for p in parts
         ]

@@ -12,6 +12,8 @@ a failing test's output, a log excerpt) is read as an engineer reads it:
   link to a file of the repository (`.../blob/<ref>/src/x.go#L42`), are `mentions`: search
   looks each up among the index's files by the longest tail of its path and lifts the chunk
   holding the named line (`candidates.mentioned_chunks`).
+- The identifiers it holds are not lifted above the rest as a short query's are
+  (`parts.verbatim_code`): a report names many in passing, and the rankers weigh them.
 - Only its first line, the title, asks for tests, docs or examples by name (`roles.asked`):
   a report's body names tests and docs in passing (a traceback through a test file, a link to
   the documentation) without asking for them; and files that are data or markup rather than
@@ -22,11 +24,9 @@ Pure functions: no connection.
 
 from __future__ import annotations
 
-import math
 import re
 from dataclasses import dataclass
 
-from indexer import lexical
 from indexer.search.fusion import Ranking
 from indexer.search.roles import is_data
 
@@ -43,11 +43,6 @@ _BLOB = re.compile(r"/(?:-/)?blob/[^/\s]+/([^\s#?)\]>'\"`]+)(?:#L(\d+))?")
 # A Python frame: File "path", line N.
 _PY_FRAME = re.compile(r"""File "([^"\n]+)", line (\d+)""")
 # A path or a file name with an extension, maybe followed by :line (and :column).
-# Code in a report: a span in backticks or a fenced block.
-_CODE = re.compile(r"```.*?(?:```|$)|`[^`\n]+`", re.DOTALL)
-# An identifier written as code: snake_case, camelCase, a dotted or `::` path, digits inside.
-_CODE_SHAPED = re.compile(r"_|[a-z][A-Z]|[A-Za-z]\d|\.|::")
-
 _PATH = re.compile(r"(?<![\w@.$/-])(/?(?:[\w.@+-]+/)*[\w@+-][\w.@+-]*\.[A-Za-z]\w{0,9})(?::(\d+))?")
 
 
@@ -74,8 +69,6 @@ class Reading:
     asking: str
     mentions: tuple[Mention, ...] = ()
     demote_data: bool = False
-    # The keyword side's terms, most telling first (`report_terms`); None: the text's own.
-    terms: tuple[str, ...] | None = None
     # Whether code holding an identifier of the query verbatim is lifted (`parts.verbatim_code`).
     verbatim: bool = True
 
@@ -92,7 +85,6 @@ def read_query(query: str, ranking: Ranking) -> Reading:
         title(query) if ranking.long_title_roles else query,
         mentions(report) if ranking.mention_weight > 0 else (),
         ranking.long_demote_data,
-        report_terms(text, ranking.long_terms) if ranking.long_terms else None,
         ranking.long_verbatim,
     )
 
@@ -119,30 +111,6 @@ def report_text(report: str) -> str:
     text = _URL.sub(" ", report)
     text = re.sub(r"[ \t]+", " ", text)
     return re.sub(r"\n\s*\n+", "\n", text).strip()
-
-
-def report_terms(text: str, limit: int) -> tuple[str, ...]:
-    """The `limit` terms of a report (`lexical.terms`, function words and bare numbers left
-    out) that tell most about the code it is about: a term of its title counts 3, of code (a
-    span in backticks, a fenced block) or of a code-shaped identifier 2, of prose 1, plus
-    the log of how often the report uses it; ties go to the term met first."""
-    first = title(text)
-    in_title = set(lexical.terms(first))
-    in_code = {t for m in _CODE.finditer(text) for t in lexical.terms(m.group(0))}
-    for word in lexical.IDENTIFIER_RE.finditer(text):
-        if _CODE_SHAPED.search(word.group(0)):
-            in_code.update(lexical.identifier_terms(word.group(0)))
-    counts: dict[str, int] = {}
-    for term in lexical.terms(text):
-        if term not in lexical.STOPWORDS and not term.isdigit() and len(term) > 1:
-            counts[term] = counts.get(term, 0) + 1
-
-    def weight(term: str) -> float:
-        base = 3.0 if term in in_title else 2.0 if term in in_code else 1.0
-        return base + math.log(counts[term])
-
-    order = {t: n for n, t in enumerate(counts)}
-    return tuple(sorted(counts, key=lambda t: (-weight(t), order[t]))[:limit])
 
 
 def mentions(query: str) -> tuple[Mention, ...]:
