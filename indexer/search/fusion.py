@@ -68,6 +68,9 @@ class Ranking:
     # a question's words in the code's text are most of what it has (docs/lab-log.md).
     field_weights_alone: tuple[float, float, float, float] = (0.05, 0.3, 0.5, 1.0)
     match_rows: int = 5000
+    # When the rarest terms match rows of fewer files than a search asks for, match every term
+    # (`keyword.keyword_candidates`): an answer as long as asked whenever the words allow.
+    widen: bool = True
     max_ranked: int = 20_000
     # What the fused score of a chunk of a file that is not code is multiplied by, unless the
     # query asks for such files (1.0: they count as code). Measured on the file-level eval's

@@ -167,7 +167,8 @@ def keyword_candidates(
         "max_ranked": ranking.max_ranked,
     }
     found = lookup.keyword_candidates(conn, schema, params, len(params["term_queries"]))
-    if len(plan.match_terms) < len(plan.terms) and len({r.file_id for r in found}) < files:
+    narrow = len(plan.match_terms) < len(plan.terms)
+    if ranking.widen and narrow and len({r.file_id for r in found}) < files:
         every = [x for w, f in zip(plan.terms, forms, strict=True) for x in (w, *f)]
         params["tsquery"] = lexical.tsquery_any(every)
         found = lookup.keyword_candidates(conn, schema, params, len(params["term_queries"]))
