@@ -81,6 +81,23 @@ def test_default_skips_secrets_and_size_cap(tmp_path: Path) -> None:
     }
 
 
+def test_python_environments_are_skipped_by_content_and_env_sources_kept(tmp_path: Path) -> None:
+    make(
+        tmp_path,
+        "src/uu/env/src/env.rs", "lib/venv/__init__.py",   # sources named env and venv
+        "env/pyvenv.cfg", "env/lib/site.py",               # a virtual environment
+        "py311/pyvenv.cfg", "py311/lib/x.py",              # one of any name
+        "conda/conda-meta/history", "conda/lib/y.py",      # a conda environment
+    )  # fmt: skip
+    assert indexed(tmp_path) == ["lib/venv/__init__.py", "src/uu/env/src/env.rs"]
+    walker = Walker(Project("p", (Root(tmp_path, "r"),)))
+    events = list(walker.walk_paths(Root(tmp_path, "r"), ["env/lib/site.py", "src/uu/env"]))
+    assert [(type(e).__name__, e.path) for e in events] == [
+        ("Skipped", "env/"),
+        ("Candidate", "src/uu/env/src/env.rs"),
+    ]
+
+
 def test_skip_lists_are_configurable(tmp_path: Path) -> None:
     make(tmp_path, "build/gen.py", "vendor/lib.py")
     assert indexed(tmp_path, options=WalkOptions(skip_dirs=("vendor",))) == ["build/gen.py"]

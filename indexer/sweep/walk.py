@@ -23,11 +23,15 @@ from indexer.project import Project, Root, root_problem
 
 DEFAULT_SKIP_DIRS: tuple[str, ...] = (
     ".git", ".hg", ".svn", "node_modules", "bower_components", "dist", "build", "target", "out",
-    ".venv", "venv", "env", "__pycache__", ".mypy_cache", ".pytest_cache", ".ruff_cache", ".tox",
+    ".venv", "__pycache__", ".mypy_cache", ".pytest_cache", ".ruff_cache", ".tox",
     ".nox", ".eggs", "*.egg-info", ".gradle", ".idea", ".next", ".nuxt", ".svelte-kit",
     ".terraform", ".cache", "coverage", "htmlcov", "site-packages", "vendor", "Pods",
     ".dart_tool", "_build", "deps", ".stack-work", "zig-cache", "zig-out",
 )  # fmt: skip
+# A folder holding one of these is a Python environment (`python -m venv`, virtualenv, conda),
+# skipped whatever its name (`venv`, `env`, `py311`), while a source folder named `env` or `venv`
+# (a command's sources, a module of that name) is walked like any other.
+ENVIRONMENT_MARKERS: tuple[str, ...] = ("pyvenv.cfg", "conda-meta")
 DEFAULT_SECRET_FILES: tuple[str, ...] = (
     ".env", ".env.*", "*.env", ".envrc", "*.pem", "*.key", "*.p12", "*.pfx", "*.jks",
     "*.keystore", "*.kdbx", "id_rsa*", "id_dsa*", "id_ecdsa*", "id_ed25519*", "credentials*",
@@ -215,7 +219,7 @@ class Walker:
                     # path inside the root, and cycles are impossible this way).
                     continue
             if is_dir:
-                if self.skip_dirs and self.skip_dirs.match_file(entry.name + "/"):
+                if self._skipped_dir(entry.name, Path(entry.path)):
                     yield Skipped(repo, rel + "/", SKIPPED_DIR)
                 elif ignores.ignored(rel, is_dir=True):
                     yield Skipped(repo, rel + "/", GITIGNORED)
@@ -225,6 +229,12 @@ class Walker:
                     yield from self._walk_dir(repo, base, Path(entry.path), rel, ignores)
                 continue
             yield self._consider(repo, rel, Path(entry.path), ignores)
+
+    def _skipped_dir(self, name: str, path: Path) -> bool:
+        """True for a folder of the skip list by its name, or a Python environment."""
+        if self.skip_dirs and self.skip_dirs.match_file(name + "/"):
+            return True
+        return any(os.path.lexists(path / marker) for marker in ENVIRONMENT_MARKERS)
 
     def walk_paths(self, root: Root, rels: Iterable[str]) -> Iterator[Candidate | Skipped]:
         """Just these paths under `root` (as file events name them), judged by the same rules
@@ -259,7 +269,7 @@ class Walker:
         parts = rel.split("/")
         for depth in range(1, len(parts)):
             rel_dir = "/".join(parts[:depth])
-            if self.skip_dirs and self.skip_dirs.match_file(parts[depth - 1] + "/"):
+            if self._skipped_dir(parts[depth - 1], base / rel_dir):
                 return Skipped(repo, rel_dir + "/", SKIPPED_DIR)
             if ignores.ignored(rel_dir, is_dir=True):
                 return Skipped(repo, rel_dir + "/", GITIGNORED)
