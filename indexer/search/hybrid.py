@@ -202,7 +202,7 @@ def _with_vectors(
     """A search with the vector side: the other lists gathered at once in a thread of their
     own while this one embeds the query, then the vector side, then fusion."""
     with _Concurrent(partial(lists.others, mode)) as others:
-        text = vector_query(lists.reading.text)
+        text = vector_query(lists.reading.embedded)
         if query_vectors is not None:
             vector = query_vectors.vector(embedder, text)
         else:

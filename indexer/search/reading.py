@@ -71,6 +71,12 @@ class Reading:
     demote_data: bool = False
     # Whether code holding an identifier of the query verbatim is lifted (`parts.verbatim_code`).
     verbatim: bool = True
+    # What the vector side embeds (`candidates.vector_query` reads it further); None: `text`.
+    vector_text: str | None = None
+
+    @property
+    def embedded(self) -> str:
+        return self.text if self.vector_text is None else self.vector_text
 
 
 def read_query(query: str, ranking: Ranking) -> Reading:
@@ -86,6 +92,7 @@ def read_query(query: str, ranking: Ranking) -> Reading:
         mentions(report) if ranking.mention_weight > 0 else (),
         ranking.long_demote_data,
         ranking.long_verbatim,
+        text[: ranking.long_vector_chars] if ranking.long_vector_chars else None,
     )
 
 
