@@ -116,7 +116,9 @@ SEARCH_INPUT = input_schema(
             "type": "string",
             "minLength": 1,
             "description": "What you are looking for, in words or identifiers: "
-            "'where invoices get their number', 'retry with backoff', 'parse_config'.",
+            "'where invoices get their number', 'retry with backoff', 'parse_config'. "
+            "A bug report, a failing test's output or a traceback can be passed as it is "
+            "(up to 2000 characters): the files its frames name and its words are read.",
         },
         "top_k": how_many(MAX_TOP_K, DEFAULT_TOP_K, "How many hits to return."),
         "by_file": {
