@@ -105,9 +105,9 @@ class Ranking:
     # Whether code holding a long query's identifiers verbatim is lifted, as a short one's.
     long_verbatim: bool = False
     # How much of a long query's text the vector side embeds: its first this many characters
-    # (the title and the report's opening, about one window of the model: one run of it, where
-    # the whole report takes two or three), 0: all of it.
-    long_vector_chars: int = 1000
+    # (the title and the report's opening, within one window of the model for 237 of the long
+    # eval's 240 reports: one run of it, where the whole report takes two or three), 0: all.
+    long_vector_chars: int = 600
     # Added to the fused score of the chunk at each file a long query names (a frame, a
     # path), before demotion: the lift of being named. 0: names are not looked up.
     mention_weight: float = 0.5
