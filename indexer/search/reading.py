@@ -18,6 +18,8 @@ a failing test's output, a log excerpt) is read as an engineer reads it:
   a report's body names tests and docs in passing (a traceback through a test file, a link to
   the documentation) without asking for them; and files that are data or markup rather than
   code count for less (`roles.PathRoles.demoted`), since a report is about the code.
+- The vector side embeds the report's first `Ranking.long_vector_chars` characters (600: its
+  title and opening, one run of the model where the whole report takes two or three).
 
 Pure functions: no connection.
 """
