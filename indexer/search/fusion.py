@@ -108,6 +108,9 @@ class Ranking:
     # (the title and the report's opening, within one window of the model for 237 of the long
     # eval's 240 reports: one run of it, where the whole report takes two or three), 0: all.
     long_vector_chars: int = 600
+    # The vector side's share of a long query's fused scores (a report's words and names say
+    # more than its first 600 characters' meaning); 0: `vector_share`, as any query's.
+    long_vector_share: float = 0.3
     # Added to the fused score of the chunk at each file a long query names (a frame, a
     # path), before demotion: the lift of being named. 0: names are not looked up.
     mention_weight: float = 0.5

@@ -134,6 +134,8 @@ def search_code(
         ranking = ranking.alone()
     projects = [project] if isinstance(project, Project) else list(project)
     reading = read_query(query, ranking)
+    if reading.long and ranking.long_vector_share:
+        ranking = replace(ranking, vector_share=ranking.long_vector_share)
     lists = _Lists(
         db,
         _parts(projects, repo, language, path_glob),

@@ -75,6 +75,7 @@ class Reading:
     verbatim: bool = True
     # What the vector side embeds (`candidates.vector_query` reads it further); None: `text`.
     vector_text: str | None = None
+    long: bool = False  # read as a report
 
     @property
     def embedded(self) -> str:
@@ -95,6 +96,7 @@ def read_query(query: str, ranking: Ranking) -> Reading:
         ranking.long_demote_data,
         ranking.long_verbatim,
         text[: ranking.long_vector_chars] if ranking.long_vector_chars else None,
+        long=True,
     )
 
 
