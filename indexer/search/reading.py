@@ -19,7 +19,8 @@ a failing test's output, a log excerpt) is read as an engineer reads it:
   the documentation) without asking for them; and files that are data or markup rather than
   code count for less (`roles.PathRoles.demoted`), since a report is about the code.
 - The vector side embeds the report's first `Ranking.long_vector_chars` characters (600: its
-  title and opening, one run of the model where the whole report takes two or three).
+  title and opening, one run of the model where the whole report takes two or three), and
+  weighs `Ranking.long_vector_share` of the fused scores (0.3, where a short query's is 0.55).
 
 Pure functions: no connection.
 """
