@@ -150,6 +150,13 @@ def keyword_candidates(
     plan = keyword_plan(words, stats, ranking)
     forms = [lexical.inflections(w)[1:] if ranking.inflections else () for w in plan.terms]
     chosen = set(plan.match_terms)
+
+    def matching(terms: set[str]) -> str:
+        """The match over `terms`: each with its other forms."""
+        return lexical.tsquery_any(
+            [x for w, f in zip(plan.terms, forms, strict=True) if w in terms for x in (w, *f)]
+        )
+
     # Each word scores as itself, and its other forms as one more term at inflection_weight
     # of its idf; ts_rank divides an OR query's rank by its number of words, so that term's
     # idf is multiplied back: a chunk holding one form scores as if the query named it.
@@ -161,15 +168,12 @@ def keyword_candidates(
         "term_queries": [lexical.tsquery_term(w) for w in plan.terms]
         + [lexical.tsquery_any(f) for _, f in others],
         "idfs": list(plan.idfs) + [idf * ranking.inflection_weight * len(f) for idf, f in others],
-        "tsquery": lexical.tsquery_any(
-            [x for w, f in zip(plan.terms, forms, strict=True) if w in chosen for x in (w, *f)]
-        ),
+        "tsquery": matching(chosen),
         "max_ranked": ranking.max_ranked,
     }
     found = lookup.keyword_candidates(conn, schema, params, len(params["term_queries"]))
     narrow = len(plan.match_terms) < len(plan.terms)
     if ranking.widen and narrow and len({r.file_id for r in found}) < files:
-        every = [x for w, f in zip(plan.terms, forms, strict=True) for x in (w, *f)]
-        params["tsquery"] = lexical.tsquery_any(every)
+        params["tsquery"] = matching(set(plan.terms))
         found = lookup.keyword_candidates(conn, schema, params, len(params["term_queries"]))
     return found

@@ -163,7 +163,7 @@ class PathRoles:
 
     def role(self, path: str) -> str | None:
         """The role of `path` (relative to its root); None for code."""
-        if self.code is not None and self.code.match_file(path):
+        if self.declared_code(path):
             return None
         if self.tests is not None and self.tests.match_file(path):
             return TEST
