@@ -135,6 +135,31 @@ def mentioned_chunks(
     return [ChunkFile(chunk_id, file_id, places[file_id][1]) for chunk_id, file_id in found]
 
 
+def quoted_chunks(
+    conn: Conn,
+    schema: Schema,
+    quotes: Sequence[str],
+    filters: Mapping[str, Any],
+    max_files: int,
+) -> list[ChunkFile]:
+    """The chunks holding the messages a query quotes (`reading.quotes`), each once, for the
+    messages held by at most `max_files` files: a message said in many files (a common
+    phrase, an issue template's) points at none."""
+    by_quote: dict[int, list[tuple[int, str, int | None]]] = {}
+    for n, file_id, path, chunk_id in lookup.quoted_chunks(
+        conn, schema, quotes, filters, max_files + 1
+    ):
+        by_quote.setdefault(n, []).append((file_id, path, chunk_id))
+    found: dict[int, ChunkFile] = {}
+    for rows in by_quote.values():
+        if len({file_id for file_id, _, _ in rows}) > max_files:
+            continue
+        for file_id, path, chunk_id in rows:
+            if chunk_id is not None:
+                found.setdefault(chunk_id, ChunkFile(chunk_id, file_id, path))
+    return list(found.values())
+
+
 def vector_param(vector: Sequence[float]) -> Any:
     import numpy as np
 

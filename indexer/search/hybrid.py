@@ -285,6 +285,7 @@ class _Lists:
             self.reading.mentions,
             self.reading.verbatim,
             self.top_k,
+            self.reading.quotes,
         )
 
     def check_model(self, conn: Conn, model: EmbeddingModel) -> None:
@@ -324,7 +325,7 @@ class _Lists:
             *candidates.keyword,
             *candidates.exact,
             *candidates.verbatim,
-            *candidates.mentioned,
+            *candidates.named,
         }
         files = {cid: candidates.files[cid] for cid in ids if cid in candidates.files}
         files |= chunk_files(conn, self.parts, sorted(ids - files.keys()))
