@@ -316,7 +316,7 @@ def test_a_report_finds_the_code_saying_the_message_it_quotes(
     project = model_free(database, project_name, root)
     report = (
         "False positive inside an inline script metadata block\n\n"
-        + "The script metadata block lists dependencies and requires-python lines. " * 4
+        + "The linter flags the block, though nothing there is code; it looks wrong. " * 5
         + "\n```\ntest.py:4:1: ERA001 Found commented-out code\n"
         + "This indicates a bug in the linter\n```\n"
     )

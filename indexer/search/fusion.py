@@ -116,7 +116,7 @@ class Ranking:
     mention_weight: float = 0.5
     # Added to the fused score of the chunks holding a message a long query quotes
     # (`reading.quotes`), when at most `quote_files` files hold it. 0: quotes are not looked up.
-    quote_weight: float = 0.5
+    quote_weight: float = 0.25
     quote_files: int = 3
     # Whether this ranking runs the keyword side alone, with no vector side (`alone()`).
     keyword_alone: bool = False
