@@ -65,6 +65,23 @@ def test_the_template_around_a_report_is_left_out_and_its_words_kept() -> None:
     assert "lib/shop/actions/zip.rb:6" in text
 
 
+def test_a_template_s_lines_in_bold_are_its_headings() -> None:
+    report = (
+        "zip fails on a parenthesis\r\n**Describe the bug**\r\nzip raises.\r\n"
+        "**What did you expect to happen instead?** \r\n"
+        "**Versions:**\r\nThe path is **not** escaped: **here**, see.\r\n"
+    )
+    text = report_text(without_template(report))
+    assert text == (
+        "zip fails on a parenthesis\r\nzip raises.\r\nThe path is **not** escaped: **here**, see."
+    )
+    # Off by the ranking, they stay.
+    kept = read_query(report + "x" * 400, replace(LONG, long_bold_headings=False)).text
+    assert "Describe the bug" in kept
+    bold = replace(LONG, long_bold_headings=True)
+    assert "Describe the bug" not in read_query(report + "x" * 400, bold).text
+
+
 def test_a_short_query_is_read_as_it_is() -> None:
     query = "where is the zip action's path escaped"
     reading = read_query(query, LONG)

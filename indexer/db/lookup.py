@@ -147,19 +147,13 @@ def verbatim_chunks(
 
 def quoted_chunks(
     conn: Conn, schema: Schema, phrases: Sequence[str], filters: Mapping[str, Any], limit: int
-) -> list[tuple[int, int, str, int | None]]:
-    """(phrase number from 1, file id, path, chunk id or None) for each of the first `limit`
-    files (by id) whose text holds each of `phrases` in any case, with each of its chunks
-    holding it (`queries.QUOTED_CHUNKS`)."""
+) -> list[tuple[int, int, str, int]]:
+    """(phrase number from 1, file id, path, chunk id) for each of the first `limit` files (by
+    id) holding each of `phrases` (`tsquery` phrases, `queries.QUOTED_CHUNKS`), with each of
+    its chunks holding it."""
     if not phrases:
         return []
-    params = {
-        **filters,
-        "patterns": ["%" + like_escape(p) + "%" for p in phrases],
-        "spelled_patterns": ["%" + spelled(p) + "%" for p in phrases],
-        "limit": limit,
-        "schema": schema.name,
-    }
+    params = {**filters, "phrases": list(phrases), "limit": limit}
     rows = conn.execute(schema.sql(queries.QUOTED_CHUNKS), params, prepare=False).fetchall()
     return [(r[0], r[1], r[2], r[3]) for r in rows]
 

@@ -199,31 +199,27 @@ SELECT c.id, hit.language
  LIMIT %(limit)s
 """
 )
-# The chunks holding each of `%(patterns)s` (ILIKE patterns: a message a report quotes,
-# `search.reading.quotes`), with their files: per pattern, the first `limit` files (by id)
-# whose text blocks hold it, found through the trigram index (`%(spelled_patterns)s`, the same
-# spelled), each with its chunks holding it (none where it spans two chunks: the file is still
-# counted). `limit` is one more than the caller keeps, so it can tell a message said in a few
-# files from a common phrase. Without the trigram index nothing is read (`VERBATIM_CHUNKS`).
+# The chunks holding each of `%(phrases)s` (`tsquery` phrases, `<->` between terms: a message
+# a report quotes, `search.reading.quotes`), with their files: per phrase, the first `limit`
+# files (by id) with a chunk holding its terms in a row, found through the keyword index (a
+# chunk's terms are the same terms in the same order, `lexical.terms`), and their chunks
+# holding it. `limit` is one more than the caller keeps, so it can tell a message said in a
+# few files from a common phrase. Never prepared (`_CHUNK_FILTERS`).
 QUOTED_CHUNKS = (
     """
-SELECT q.n::int, hit.file_id, hit.path, c.id
-  FROM unnest(%(spelled_patterns)s::text[], %(patterns)s::text[])
-       WITH ORDINALITY AS q(spelled_pattern, pattern, n)
+SELECT q.n::int, hit.file_id, f.path, c.id
+  FROM unnest(%(phrases)s::text[]) WITH ORDINALITY AS q(phrase, n)
  CROSS JOIN LATERAL
-       (SELECT DISTINCT b.file_id, f.path
-          FROM {schema}.rag_text_block b
-          JOIN {schema}.rag_file f ON f.id = b.file_id
-         WHERE b.spelled ILIKE q.spelled_pattern
-           AND EXISTS (SELECT 1 FROM pg_indexes
-                        WHERE schemaname = %(schema)s
-                          AND indexname = 'rag_text_block_spelled_trgm')
+       (SELECT DISTINCT c.file_id
+          FROM {schema}.rag_chunk c
+         WHERE c.tsv @@ to_tsquery('simple', q.phrase)
 """
-    + _SEARCH_FILTERS
+    + _CHUNK_FILTERS
     + """
-         ORDER BY b.file_id
+         ORDER BY c.file_id
          LIMIT %(limit)s) hit
-  LEFT JOIN {schema}.rag_chunk c ON c.file_id = hit.file_id AND c.content ILIKE q.pattern
+  JOIN {schema}.rag_file f ON f.id = hit.file_id
+  JOIN {schema}.rag_chunk c ON c.file_id = hit.file_id AND c.tsv @@ to_tsquery('simple', q.phrase)
  ORDER BY q.n, hit.file_id, c.id
 """
 )

@@ -142,21 +142,26 @@ def quoted_chunks(
     filters: Mapping[str, Any],
     max_files: int,
 ) -> list[ChunkFile]:
-    """The chunks holding the messages a query quotes (`reading.quotes`), each once, for the
-    messages held by at most `max_files` files: a message said in many files (a common
-    phrase, an issue template's) points at none."""
-    by_quote: dict[int, list[tuple[int, str, int | None]]] = {}
+    """The chunks holding the messages a query quotes (`reading.quotes`: their terms in a
+    row, as the keyword side reads text), each once, for the messages held by at most
+    `max_files` files: a message said in many files (a common phrase, an issue template's)
+    points at none."""
+    phrases = [
+        " <-> ".join(lexical.tsquery_term(t) for t in terms)
+        for terms in (lexical.terms(q) for q in quotes)
+        if terms
+    ]
+    by_phrase: dict[int, list[tuple[int, str, int]]] = {}
     for n, file_id, path, chunk_id in lookup.quoted_chunks(
-        conn, schema, quotes, filters, max_files + 1
+        conn, schema, phrases, filters, max_files + 1
     ):
-        by_quote.setdefault(n, []).append((file_id, path, chunk_id))
+        by_phrase.setdefault(n, []).append((file_id, path, chunk_id))
     found: dict[int, ChunkFile] = {}
-    for rows in by_quote.values():
+    for rows in by_phrase.values():
         if len({file_id for file_id, _, _ in rows}) > max_files:
             continue
         for file_id, path, chunk_id in rows:
-            if chunk_id is not None:
-                found.setdefault(chunk_id, ChunkFile(chunk_id, file_id, path))
+            found.setdefault(chunk_id, ChunkFile(chunk_id, file_id, path))
     return list(found.values())
 
 

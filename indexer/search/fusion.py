@@ -97,6 +97,8 @@ class Ranking:
     # What a long query's rankers read: its text without the template's comments,
     # checklists, headings and links (True), or the query as it is.
     long_clean: bool = True
+    # A long query's lines wholly in bold are a template's headings, left out with the others.
+    long_bold_headings: bool = False
     # A long query asks for tests, docs or examples by its title alone (True), or by any
     # word of it.
     long_title_roles: bool = True

@@ -13,9 +13,10 @@ a failing test's output, a log excerpt) is read as an engineer reads it:
   looks each up among the index's files by the longest tail of its path and lifts the chunk
   holding the named line (`candidates.mentioned_chunks`).
 - The messages it quotes (a diagnostic's text, an error's words, a sentence of the output:
-  runs of at least three words between punctuation, `quotes`) are looked up in the index's
-  text in any case; a message said in a few files only (`Ranking.quote_files`) lifts the
-  chunks saying it (`candidates.quoted_chunks`), as a file named does.
+  runs of at least three words between punctuation, `quotes`) are looked up as phrases, their
+  terms in a row, through the keyword index; a message said in a few files only
+  (`Ranking.quote_files`) lifts the chunks saying it (`candidates.quoted_chunks`), as a file
+  named does.
 - The identifiers it holds are not lifted above the rest as a short query's are
   (`parts.verbatim_code`): a report names many in passing, and the rankers weigh them.
 - Only its first line, the title, asks for tests, docs or examples by name (`roles.asked`):
@@ -49,6 +50,9 @@ QUOTE_MIN_WORDS = 3
 _COMMENT = re.compile(r"<!--.*?(?:-->|$)", re.DOTALL)
 _CHECKBOX = re.compile(r"^[ \t]*(?:[-*+]|\d+\.)[ \t]+\[[ xX]?\].*$", re.MULTILINE)
 _HEADING = re.compile(r"^[ \t]*#{1,6}[ \t].*$", re.MULTILINE)
+# A line wholly in bold, a template's other way of heading a section ("**To Reproduce**",
+# "**What did you expect to happen instead?**").
+_BOLD_LINE = re.compile(r"^[ \t]*\*\*[^*\n]{1,200}\*\*[ \t]*:?[ \t]*\r?$", re.MULTILINE)
 _URL = re.compile(r"\bhttps?://[^\s)\]>'\"`]+")
 # A link to a file of a repository: github/gitlab `blob` (or `tree`) URLs, with a line anchor.
 _BLOB = re.compile(r"/(?:-/)?blob/[^/\s]+/([^\s#?)\]>'\"`]+)(?:#L(\d+))?")
@@ -105,7 +109,7 @@ def read_query(query: str, ranking: Ranking) -> Reading:
     that is 0), else as a report (the module's docstring; each step as `ranking` says)."""
     if not ranking.long_query_chars or len(query) < ranking.long_query_chars:
         return Reading(query, query)
-    report = without_template(query)
+    report = without_template(query, bold=ranking.long_bold_headings)
     text = report_text(report) if ranking.long_clean else query
     return Reading(
         text,
@@ -124,13 +128,16 @@ def title(query: str) -> str:
     return next((line.strip() for line in query.splitlines() if line.strip()), "")
 
 
-def without_template(query: str) -> str:
+def without_template(query: str, bold: bool = True) -> str:
     """A report without what its template wraps around it: hidden comments, checklists and
-    section headings (the title is kept, even as a heading)."""
+    section headings, and with `bold` lines wholly in bold (the title is kept, even as a
+    heading)."""
     first = title(query)
     text = _COMMENT.sub(" ", query)
     text = _CHECKBOX.sub(" ", text)
     text = _HEADING.sub(" ", text)
+    if bold:
+        text = _BOLD_LINE.sub(" ", text)
     first = first.lstrip("# \t")
     return text if not first or text.lstrip().startswith(first) else f"{first}\n{text}"
 
