@@ -312,7 +312,7 @@ def test_a_report_finds_the_code_saying_the_message_it_quotes(
         root,
         "lint/rules/commented_code.py",
         "def check(line):\n"
-        '    """Flag a comment holding code."""\n'
+        '    """Flag a comment holding code in an inline block."""\n'
         "    if line.lstrip().startswith('#') and '=' in line:\n"
         '        return "Found commented-out code"\n',
     )
@@ -320,9 +320,8 @@ def test_a_report_finds_the_code_saying_the_message_it_quotes(
         root,
         "lint/script_block.py",
         "def script_block(lines):\n"
-        '    """The inline script metadata block: its dependencies and requires lines."""\n'
-        "    metadata = [l for l in lines if l.startswith('# ///')]  # script metadata block\n"
-        "    return metadata  # dependencies, requires-python: script metadata\n",
+        '    """The inline script metadata block of a file."""\n'
+        "    return [l for l in lines if l.startswith('# ///')]\n",
     )
     for n in range(5):  # a sentence said in many files points at none of them
         write(

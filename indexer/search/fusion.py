@@ -98,7 +98,7 @@ class Ranking:
     # checklists, headings and links (True), or the query as it is.
     long_clean: bool = True
     # A long query's lines wholly in bold are a template's headings, left out with the others.
-    long_bold_headings: bool = False
+    long_bold_headings: bool = True
     # A long query asks for tests, docs or examples by its title alone (True), or by any
     # word of it.
     long_title_roles: bool = True
@@ -118,7 +118,7 @@ class Ranking:
     mention_weight: float = 0.5
     # Added to the fused score of the chunks holding a message a long query quotes
     # (`reading.quotes`), when at most `quote_files` files hold it. 0: quotes are not looked up.
-    quote_weight: float = 0.25
+    quote_weight: float = 0.15
     quote_files: int = 3
     # Whether this ranking runs the keyword side alone, with no vector side (`alone()`).
     keyword_alone: bool = False
