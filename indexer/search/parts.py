@@ -76,13 +76,15 @@ def other_candidates(
     long query's). The keyword list reaches `top_k` files whenever the
     query's words are in that many (`keyword.keyword_candidates`)."""
     found: list[Ranked] = []
-    if keyword:
+    stats = None
+    if keyword or quotes:
         stats = merged_stats(
             [
                 term_stats.get(conn, p.schema) if term_stats else read_term_stats(conn, p.schema)
                 for p in parts
             ]
         )
+    if keyword:
         lists = [
             _global(
                 p,
@@ -108,7 +110,9 @@ def other_candidates(
         if quotes:
             quoted.extend(
                 _global_file(p, c)
-                for c in quoted_chunks(conn, p.schema, quotes, p.filters, ranking.quote_files)
+                for c in quoted_chunks(
+                    conn, p.schema, quotes, p.filters, ranking.quote_files, stats
+                )
             )
     lifts: dict[int, float] = {}
     for c in named:
