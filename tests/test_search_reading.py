@@ -18,11 +18,9 @@ from indexer.search import search_code
 from indexer.search.fusion import DEFAULT_RANKING, Ranking
 from indexer.search.reading import (
     MAX_MENTIONS,
-    MAX_QUOTES,
     Mention,
     best_tail,
     mentions,
-    quotes,
     read_query,
     report_text,
     without_template,
@@ -63,23 +61,6 @@ def test_the_template_around_a_report_is_left_out_and_its_words_kept() -> None:
         assert gone not in text
     assert 'zip(path: "./Build (1)/App.xcarchive")' in text
     assert "lib/shop/actions/zip.rb:6" in text
-
-
-def test_a_template_s_lines_in_bold_are_its_headings() -> None:
-    report = (
-        "zip fails on a parenthesis\r\n**Describe the bug**\r\nzip raises.\r\n"
-        "**What did you expect to happen instead?** \r\n"
-        "**Versions:**\r\nThe path is **not** escaped: **here**, see.\r\n"
-    )
-    text = report_text(without_template(report))
-    assert text == (
-        "zip fails on a parenthesis\r\nzip raises.\r\nThe path is **not** escaped: **here**, see."
-    )
-    # Off by the ranking, they stay.
-    kept = read_query(report + "x" * 400, replace(LONG, long_bold_headings=False)).text
-    assert "Describe the bug" in kept
-    bold = replace(LONG, long_bold_headings=True)
-    assert "Describe the bug" not in read_query(report + "x" * 400, bold).text
 
 
 def test_a_short_query_is_read_as_it_is() -> None:
@@ -127,37 +108,6 @@ again: /usr/lib/python3.11/site-packages/shop/cart.py:90
     many = "\n".join(f"lib/m{n}.rb:{n}" for n in range(1, 40))
     assert len(mentions(many)) == MAX_MENTIONS
     assert mentions(many)[0] == Mention("lib/m1.rb", 1)
-
-
-def test_a_report_quotes_the_messages_of_its_output_and_its_sentences() -> None:
-    report = """\
-ERA001 false positive inside inline script metadata
-
-```
-test.py:4:1: ERA001 Found commented-out code
-  |
-4 | # dependencies = [
-  | ^^^^^^^^^^^^^^^^^^ ERA001
-  = help: Remove commented-out code
-error: Fix introduced a syntax error. Reverting all changes.
-```
-
-See https://example.com/a/long/path/with/many/words for more. It fails on CI too!
-"""
-    assert quotes(report) == (
-        "false positive inside inline script metadata",
-        "found commented-out code",
-        "remove commented-out code",
-        "fix introduced a syntax error",
-        "reverting all changes",
-        "it fails on ci too",
-    )
-    # Runs of fewer than three words, or mostly not letters, are not messages.
-    assert quotes("x = f(a, b) + g(c, d) * 2 // 3\nok then\n") == ()
-    many = "\n".join(f"message number {n} was said here" for n in range(MAX_QUOTES + 5))
-    assert len(quotes(many)) == MAX_QUOTES
-    assert read_query(many, replace(LONG, quote_weight=0)).quotes == ()
-    assert read_query("found commented-out code", LONG).quotes == ()  # short: read as it is
 
 
 def test_a_mention_picks_the_files_sharing_the_longest_tail_of_its_path() -> None:
@@ -302,47 +252,3 @@ def test_a_report_gets_every_hit_it_asks_for_when_that_many_files_hold_its_words
     hits = search_code(database, project, None, report, top_k=20, ranking=ranking)
     assert len(hits) == 20
     assert {h.path for h in hits[:2]} == {"lib/m0.rb", "lib/m1.rb"}
-
-
-def test_a_report_finds_the_code_saying_the_message_it_quotes(
-    database: Any, project_name: str, work_dir: Path
-) -> None:
-    root = work_dir / "src"
-    write(
-        root,
-        "lint/rules/commented_code.py",
-        "def check(line):\n"
-        '    """Flag a comment holding code in an inline block."""\n'
-        "    if line.lstrip().startswith('#') and '=' in line:\n"
-        '        return "Found commented-out code"\n',
-    )
-    write(
-        root,
-        "lint/script_block.py",
-        "def script_block(lines):\n"
-        '    """The inline script metadata block of a file."""\n'
-        "    return [l for l in lines if l.startswith('# ///')]\n",
-    )
-    for n in range(5):  # a sentence said in many files points at none of them
-        write(
-            root,
-            f"lint/fix_{n}.py",
-            f"def fix_{n}():\n    raise RuntimeError('This indicates a bug in the linter')\n",
-        )
-    project = model_free(database, project_name, root)
-    report = (
-        "False positive inside an inline script metadata block\n\n"
-        + "The linter flags the block, though nothing there is code; it looks wrong. " * 5
-        + "\n```\ntest.py:4:1: ERA001 Found commented-out code\n"
-        + "This indicates a bug in the linter\n```\n"
-    )
-    assert len(report) >= LONG.long_query_chars
-    unquoted = search_code(database, project, None, report, ranking=replace(LONG, quote_weight=0))
-    assert unquoted[0].path == "lint/script_block.py"
-    read = search_code(database, project, None, report, ranking=LONG)
-    assert read[0].path == "lint/rules/commented_code.py"
-    assert read[0].start_line <= 4 <= read[0].end_line
-    assert read[1].path == "lint/script_block.py"
-    # With the common sentence counted as a quote, its files would come next.
-    lax = search_code(database, project, None, report, ranking=replace(LONG, quote_files=5))
-    assert lax[1].path.startswith("lint/fix_")

@@ -145,24 +145,6 @@ def verbatim_chunks(
     return [(r[0], r[1]) for r in rows]
 
 
-def quoted_chunks(
-    conn: Conn, schema: Schema, phrases: Sequence[str], filters: Mapping[str, Any], limit: int
-) -> list[tuple[int, int, str, int]]:
-    """(phrase number from 1, file id, path, chunk id) for `limit` of the files holding each
-    of `phrases` (`tsquery` phrases, at most 64: `queries.quoted_chunks`; all of them when
-    fewer hold it), with each of its chunks holding it."""
-    if not phrases:
-        return []
-    params = {**filters, "limit": limit}
-    params |= {f"phrase_{n}": phrase for n, phrase in enumerate(phrases, 1)}
-    statement = schema.sql(queries.quoted_chunks(len(phrases)))
-    planner = conn.execute(queries.READ_BY_BITMAPS).fetchone()
-    rows = conn.execute(statement, params, prepare=False).fetchall()
-    if planner is not None:
-        conn.execute(queries.RESTORE_SCANS, {"seqscan": planner[0], "indexscan": planner[1]})
-    return [(r[0], r[1], r[2], r[3]) for r in rows]
-
-
 def files_named(
     conn: Conn, schema: Schema, names: Sequence[str], filters: Mapping[str, Any], limit: int
 ) -> list[tuple[int, str]]:

@@ -47,14 +47,6 @@ READ_KEYWORD_INDEX = """
 SELECT current_setting('enable_seqscan'), set_config('enable_seqscan', 'off', true)
 """
 RESTORE_SEQSCAN = "SELECT set_config('enable_seqscan', %(seqscan)s, true)"
-READ_BY_BITMAPS = """
-SELECT current_setting('enable_seqscan'), current_setting('enable_indexscan'),
-       set_config('enable_seqscan', 'off', true), set_config('enable_indexscan', 'off', true)
-"""
-RESTORE_SCANS = (
-    "SELECT set_config('enable_seqscan', %(seqscan)s, true), "
-    "set_config('enable_indexscan', %(indexscan)s, true)"
-)
 RESTORE_PLANNER = (
     "SELECT set_config('enable_seqscan', %(seqscan)s, true), "
     "set_config('enable_sort', %(sort)s, true)"
@@ -207,42 +199,6 @@ SELECT c.id, hit.language
  LIMIT %(limit)s
 """
 )
-# The chunks holding each of the phrases `%(phrase_<n>)s` (`tsquery` phrases, `<->` between
-# terms: a message a report quotes, `search.reading.quotes`), with their files: per phrase,
-# the first `limit` files found holding its terms in a row in one of their chunks, through the
-# keyword index (a chunk's terms are the same terms in the same order, `lexical.terms`), and
-# their chunks holding it. `limit` is one more than the caller keeps, so it can tell a message
-# said in a few files (then all of them are here, whatever the order) from a common phrase.
-# One branch per phrase, each planned with its own phrase (never prepared), and read by
-# bitmaps alone (`READ_BY_BITMAPS`): the GIN index for the phrase, the file's index for its
-# chunks. Left to itself the planner walks the chunks in file order to stop at `limit` files,
-# testing each one's terms, and a phrase fewer files hold reads every chunk (126 ms at 81,000
-# chunks for one phrase; with the phrases as rows of one join, seconds).
-_QUOTED_PHRASE = """
-SELECT {n} AS n, %(phrase_{n})s::text AS phrase, hit.file_id
-  FROM (SELECT DISTINCT c.file_id
-          FROM {{schema}}.rag_chunk c
-         WHERE c.tsv @@ to_tsquery('simple', %(phrase_{n})s)
-{filters}         LIMIT %(limit)s) hit"""
-_QUOTED_CHUNKS = """
-SELECT q.n, q.file_id, f.path, c.id
-  FROM ({phrases}) q
-  JOIN {{schema}}.rag_file f ON f.id = q.file_id
-  JOIN {{schema}}.rag_chunk c ON c.file_id = q.file_id AND c.tsv @@ to_tsquery('simple', q.phrase)
- ORDER BY q.n, q.file_id, c.id
-"""
-
-
-def quoted_chunks(phrases: int) -> str:
-    """The statement of `lookup.quoted_chunks` for `phrases` phrases (1..64)."""
-    if not 1 <= phrases <= 64:
-        raise ValueError(f"quoted chunks are looked up for 1 to 64 phrases, got {phrases}")
-    branches = "\n UNION ALL".join(
-        _QUOTED_PHRASE.format(n=n, filters=_CHUNK_FILTERS) for n in range(1, phrases + 1)
-    )
-    return _QUOTED_CHUNKS.format(phrases=branches)
-
-
 # Files by name, for the files a query names (`search.reading`): the indexed paths equal to
 # one of `names` or ending in `/` and one of them (the `suffixes`, LIKE patterns).
 FILES_NAMED = (

@@ -23,7 +23,6 @@ from indexer.db import (
     lookup,
 )
 from indexer.search.fusion import Ranking
-from indexer.search.keyword import TermStats
 from indexer.search.reading import Mention, best_tail
 
 # How many HNSW neighbours the vector side considers (pgvector's hnsw.ef_search).
@@ -57,8 +56,6 @@ QUESTION_OPENING_RE = re.compile(
 MIN_QUESTION_WORDS = 3
 # The files read to resolve the names a query mentions (`mentioned_chunks`).
 MAX_NAMED_FILES = 200
-# A quoted message is looked up when one of its terms is in at most this share of the chunks.
-QUOTE_TERM_SHARE = 0.01
 
 
 def vector_query(query: str) -> str:
@@ -136,44 +133,6 @@ def mentioned_chunks(
             places.setdefault(ids[path], (mention.line, path))
     found = lookup.chunks_at_lines(conn, schema, [(f, line) for f, (line, _) in places.items()])
     return [ChunkFile(chunk_id, file_id, places[file_id][1]) for chunk_id, file_id in found]
-
-
-def quoted_chunks(
-    conn: Conn,
-    schema: Schema,
-    quotes: Sequence[str],
-    filters: Mapping[str, Any],
-    max_files: int,
-    stats: TermStats | None = None,
-) -> list[ChunkFile]:
-    """The chunks holding the messages a query quotes (`reading.quotes`: their terms in a
-    row, as the keyword side reads text), each once, for the messages held by at most
-    `max_files` files: a message said in many files (a common phrase, an issue template's)
-    points at none. With the index's term statistics, a message of common terms only (each
-    in more than QUOTE_TERM_SHARE of the chunks: "is not copied", "for return values") is not
-    looked up: it tells little, and finding it means testing the terms of every chunk holding
-    its rarest."""
-    phrases = [
-        " <-> ".join(lexical.tsquery_term(t) for t in terms)
-        for terms in (lexical.terms(q) for q in quotes)
-        if terms and (stats is None or not stats.known or _has_rare_term(terms, stats))
-    ]
-    by_phrase: dict[int, list[tuple[int, str, int]]] = {}
-    for n, file_id, path, chunk_id in lookup.quoted_chunks(
-        conn, schema, phrases, filters, max_files + 1
-    ):
-        by_phrase.setdefault(n, []).append((file_id, path, chunk_id))
-    found: dict[int, ChunkFile] = {}
-    for rows in by_phrase.values():
-        if len({file_id for file_id, _, _ in rows}) > max_files:
-            continue
-        for file_id, path, chunk_id in rows:
-            found.setdefault(chunk_id, ChunkFile(chunk_id, file_id, path))
-    return list(found.values())
-
-
-def _has_rare_term(terms: Sequence[str], stats: TermStats) -> bool:
-    return any(stats.shares.get(t, stats.floor) <= QUOTE_TERM_SHARE for t in terms)
 
 
 def vector_param(vector: Sequence[float]) -> Any:

@@ -97,8 +97,6 @@ class Ranking:
     # What a long query's rankers read: its text without the template's comments,
     # checklists, headings and links (True), or the query as it is.
     long_clean: bool = True
-    # A long query's lines wholly in bold are a template's headings, left out with the others.
-    long_bold_headings: bool = True
     # A long query asks for tests, docs or examples by its title alone (True), or by any
     # word of it.
     long_title_roles: bool = True
@@ -116,10 +114,6 @@ class Ranking:
     # Added to the fused score of the chunk at each file a long query names (a frame, a
     # path), before demotion: the lift of being named. 0: names are not looked up.
     mention_weight: float = 0.5
-    # Added to the fused score of the chunks holding a message a long query quotes
-    # (`reading.quotes`), when at most `quote_files` files hold it. 0: quotes are not looked up.
-    quote_weight: float = 0.15
-    quote_files: int = 3
     # Whether this ranking runs the keyword side alone, with no vector side (`alone()`).
     keyword_alone: bool = False
 
@@ -165,9 +159,8 @@ class Candidates:
     keyword_scores: list[float] = field(default_factory=list)
     # The file of each chunk of the ranked lists (both rankers read it with the chunk).
     files: dict[int, ChunkFile] = field(default_factory=dict)
-    # The chunks a long query points at (`reading.py`: at the files it names, holding the
-    # messages it quotes), each with the lift it gets.
-    named: dict[int, float] = field(default_factory=dict)
+    # The chunks at the files a long query names, in the order it names them (`reading.py`).
+    mentioned: list[int] = field(default_factory=list)
 
 
 def scored(ranked: Sequence[Ranked]) -> tuple[list[int], list[float]]:
@@ -194,8 +187,8 @@ def fuse(
     verbatim (and not demoted) come above the rest (in their fused order), and chunks named
     exactly by the query above everything, in their order."""
     scores = _score_fusion(candidates, ranking)
-    for chunk_id, lift in candidates.named.items():
-        scores[chunk_id] = scores.get(chunk_id, 0.0) + lift
+    for chunk_id in candidates.mentioned:
+        scores[chunk_id] = scores.get(chunk_id, 0.0) + ranking.mention_weight
     if demoted:
         for chunk_id in demoted:
             if chunk_id in scores:
@@ -249,13 +242,11 @@ def _fuse_files(
         file_id = file_of.get(chunk_id)
         if file_id in files:
             heads.setdefault(file_id, chunk_id)
-    named: dict[Hashable, float] = {}
-    for chunk_id, lift in candidates.named.items():
-        file_id = file_of.get(chunk_id)
-        named[file_id] = max(named.get(file_id, 0.0), lift)
+    named = {file_of.get(chunk_id) for chunk_id in candidates.mentioned}
     for file_id, head in heads.items():
         whole = sum(share * best.get(file_id, 0.0) for share, best in sides)
-        whole += named.get(file_id, 0.0)
+        if file_id in named:
+            whole += ranking.mention_weight
         if head in demoted:
             whole *= ranking.demote
         scores[head] += ranking.file_fusion * (whole - scores[head])

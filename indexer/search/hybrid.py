@@ -285,7 +285,6 @@ class _Lists:
             self.reading.mentions,
             self.reading.verbatim,
             self.top_k,
-            self.reading.quotes,
         )
 
     def check_model(self, conn: Conn, model: EmbeddingModel) -> None:
@@ -325,7 +324,7 @@ class _Lists:
             *candidates.keyword,
             *candidates.exact,
             *candidates.verbatim,
-            *candidates.named,
+            *candidates.mentioned,
         }
         files = {cid: candidates.files[cid] for cid in ids if cid in candidates.files}
         files |= chunk_files(conn, self.parts, sorted(ids - files.keys()))

@@ -23,7 +23,6 @@ from indexer.search.candidates import (
     mentioned_chunks,
     nearest,
     query_identifiers,
-    quoted_chunks,
     shaping_rows,
 )
 from indexer.search.fusion import Candidates, Ranking, files_of, global_id, part_of, scored
@@ -67,24 +66,20 @@ def other_candidates(
     mentions: Sequence[Mention] = (),
     verbatim: bool = True,
     top_k: int = 0,
-    quotes: Sequence[str] = (),
 ) -> Candidates:
     """Every list but the vector one, over every part: the keyword list (unless `keyword` is
-    False), the exact symbol matches, the verbatim identifiers (with the keyword side), the
-    chunks at the files the query names (`mentions`) and those holding the messages it
-    quotes (`quotes`), each with its lift; without `verbatim`, no verbatim identifiers (a
-    long query's). The keyword list reaches `top_k` files whenever the
+    False), the exact symbol matches, the verbatim identifiers (with the keyword side) and
+    the chunks at the files the query names (`mentions`); without `verbatim`, no verbatim
+    identifiers (a long query's). The keyword list reaches `top_k` files whenever the
     query's words are in that many (`keyword.keyword_candidates`)."""
     found: list[Ranked] = []
-    stats = None
-    if keyword or quotes:
+    if keyword:
         stats = merged_stats(
             [
                 term_stats.get(conn, p.schema) if term_stats else read_term_stats(conn, p.schema)
                 for p in parts
             ]
         )
-    if keyword:
         lists = [
             _global(
                 p,
@@ -101,26 +96,14 @@ def other_candidates(
             )
     lifted = verbatim_code(conn, parts, query) if keyword and verbatim else []
     named: list[ChunkFile] = []
-    quoted: list[ChunkFile] = []
-    for p in parts:
-        if mentions:
+    if mentions:
+        for p in parts:
             named.extend(
-                _global_file(p, c) for c in mentioned_chunks(conn, p.schema, mentions, p.filters)
+                ChunkFile(global_id(p.index, c.chunk_id), global_id(p.index, c.file_id), c.path)
+                for c in mentioned_chunks(conn, p.schema, mentions, p.filters)
             )
-        if quotes:
-            quoted.extend(
-                _global_file(p, c)
-                for c in quoted_chunks(
-                    conn, p.schema, quotes, p.filters, ranking.quote_files, stats
-                )
-            )
-    lifts: dict[int, float] = {}
-    for c in named:
-        lifts[c.chunk_id] = ranking.mention_weight
-    for c in quoted:
-        lifts[c.chunk_id] = lifts.get(c.chunk_id, 0.0) + ranking.quote_weight
     keyword_ids, keyword_scores = scored(found)
-    files = files_of(found) | {c.chunk_id: c for c in named} | {c.chunk_id: c for c in quoted}
+    files = files_of(found) | {c.chunk_id: c for c in named}
     return Candidates(
         [],
         keyword_ids,
@@ -128,13 +111,8 @@ def other_candidates(
         lifted,
         keyword_scores=keyword_scores,
         files=files,
-        named=lifts,
+        mentioned=[c.chunk_id for c in named],
     )
-
-
-def _global_file(part: Part, c: ChunkFile) -> ChunkFile:
-    """A part's chunk and file as global ids."""
-    return ChunkFile(global_id(part.index, c.chunk_id), global_id(part.index, c.file_id), c.path)
 
 
 def verbatim_code(conn: Conn, parts: Sequence[Part], query: str) -> list[int]:

@@ -12,11 +12,6 @@ a failing test's output, a log excerpt) is read as an engineer reads it:
   link to a file of the repository (`.../blob/<ref>/src/x.go#L42`), are `mentions`: search
   looks each up among the index's files by the longest tail of its path and lifts the chunk
   holding the named line (`candidates.mentioned_chunks`).
-- The messages it quotes (a diagnostic's text, an error's words, a sentence of the output:
-  runs of at least three words between punctuation, `quotes`) are looked up as phrases, their
-  terms in a row, through the keyword index; a message said in a few files only
-  (`Ranking.quote_files`) lifts the chunks saying it (`candidates.quoted_chunks`), as a file
-  named does.
 - The identifiers it holds are not lifted above the rest as a short query's are
   (`parts.verbatim_code`): a report names many in passing, and the rankers weigh them.
 - Only its first line, the title, asks for tests, docs or examples by name (`roles.asked`):
@@ -41,31 +36,16 @@ from indexer.search.roles import is_data
 # At most this many files named by a query are looked up: the first ones (a traceback's
 # first frames, the paths of its opening lines).
 MAX_MENTIONS = 12
-# At most this many messages a query quotes are looked up: the first ones.
-MAX_QUOTES = 24
-# A quoted message: at least this many characters and words, mostly letters.
-QUOTE_MIN_CHARS = 12
-QUOTE_MIN_WORDS = 3
 
 _COMMENT = re.compile(r"<!--.*?(?:-->|$)", re.DOTALL)
 _CHECKBOX = re.compile(r"^[ \t]*(?:[-*+]|\d+\.)[ \t]+\[[ xX]?\].*$", re.MULTILINE)
 _HEADING = re.compile(r"^[ \t]*#{1,6}[ \t].*$", re.MULTILINE)
-# A line wholly in bold, a template's other way of heading a section ("**To Reproduce**",
-# "**What did you expect to happen instead?**").
-_BOLD_LINE = re.compile(r"^[ \t]*\*\*[^*\n]{1,200}\*\*[ \t]*:?[ \t]*\r?$", re.MULTILINE)
 _URL = re.compile(r"\bhttps?://[^\s)\]>'\"`]+")
 # A link to a file of a repository: github/gitlab `blob` (or `tree`) URLs, with a line anchor.
 _BLOB = re.compile(r"/(?:-/)?blob/[^/\s]+/([^\s#?)\]>'\"`]+)(?:#L(\d+))?")
 # A Python frame: File "path", line N.
 _PY_FRAME = re.compile(r"""File "([^"\n]+)", line (\d+)""")
 # A path or a file name with an extension, maybe followed by :line (and :column).
-# Where a line of a report breaks into the runs that may be messages: punctuation that ends or
-# wraps one (a colon after a location or a severity, quotes, brackets, a table's bars), a
-# sentence's end, a dash or equals sign between blanks, a run of blanks.
-_QUOTE_BREAK = re.compile(r"[:`\"()\[\]{}|<>]|\s[-=]\s|[.!?](?:\s|$)|\s{2,}|\t")
-_WORD = re.compile(r"[A-Za-z][A-Za-z'-]*")
-# A word holding a digit at the edge of a message is not part of it (a code, a version).
-_CODE_WORD = re.compile(r"\d")
 _PATH = re.compile(r"(?<![\w@.$/-])(/?(?:[\w.@+-]+/)*[\w@+-][\w.@+-]*\.[A-Za-z]\w{0,9})(?::(\d+))?")
 
 
@@ -97,7 +77,6 @@ class Reading:
     # What the vector side embeds (`candidates.vector_query` reads it further); None: `text`.
     vector_text: str | None = None
     long: bool = False  # read as a report
-    quotes: tuple[str, ...] = ()  # the messages it quotes, lower case
 
     @property
     def embedded(self) -> str:
@@ -109,7 +88,7 @@ def read_query(query: str, ranking: Ranking) -> Reading:
     that is 0), else as a report (the module's docstring; each step as `ranking` says)."""
     if not ranking.long_query_chars or len(query) < ranking.long_query_chars:
         return Reading(query, query)
-    report = without_template(query, bold=ranking.long_bold_headings)
+    report = without_template(query)
     text = report_text(report) if ranking.long_clean else query
     return Reading(
         text,
@@ -119,7 +98,6 @@ def read_query(query: str, ranking: Ranking) -> Reading:
         ranking.long_verbatim,
         text[: ranking.long_vector_chars] if ranking.long_vector_chars else None,
         long=True,
-        quotes=quotes(report) if ranking.quote_weight > 0 else (),
     )
 
 
@@ -128,16 +106,13 @@ def title(query: str) -> str:
     return next((line.strip() for line in query.splitlines() if line.strip()), "")
 
 
-def without_template(query: str, bold: bool = True) -> str:
+def without_template(query: str) -> str:
     """A report without what its template wraps around it: hidden comments, checklists and
-    section headings, and with `bold` lines wholly in bold (the title is kept, even as a
-    heading)."""
+    section headings (the title is kept, even as a heading)."""
     first = title(query)
     text = _COMMENT.sub(" ", query)
     text = _CHECKBOX.sub(" ", text)
     text = _HEADING.sub(" ", text)
-    if bold:
-        text = _BOLD_LINE.sub(" ", text)
     first = first.lstrip("# \t")
     return text if not first or text.lstrip().startswith(first) else f"{first}\n{text}"
 
@@ -176,32 +151,6 @@ def mentions(query: str) -> tuple[Mention, ...]:
         if len(out) >= MAX_MENTIONS:
             break
     return tuple(out.values())
-
-
-def quotes(report: str) -> tuple[str, ...]:
-    """The messages `report` may quote, in the order it says them, each once, lower case with
-    its blanks made single: the runs of each line between the punctuation that wraps a
-    message (`_QUOTE_BREAK`), without the words holding a digit at their edges (a
-    diagnostic's code, a version), of at least QUOTE_MIN_CHARS characters and QUOTE_MIN_WORDS
-    words, four fifths of it letters and blanks (a diagnostic's text, an error's words, a
-    sentence), outside links."""
-    found: dict[str, None] = {}
-    for line in _URL.sub(" ", report).splitlines():
-        for run in _QUOTE_BREAK.split(line):
-            words = run.split()
-            while words and _CODE_WORD.search(words[0]):  # a diagnostic's code: ERA001, E501
-                words.pop(0)
-            while words and _CODE_WORD.search(words[-1]):
-                words.pop()
-            run = " ".join(words).strip(".,;!?=>*#'- ")
-            if len(run) < QUOTE_MIN_CHARS or len(_WORD.findall(run)) < QUOTE_MIN_WORDS:
-                continue
-            if sum(c.isalpha() or c == " " for c in run) < 0.8 * len(run):
-                continue
-            found.setdefault(run.lower(), None)
-            if len(found) >= MAX_QUOTES:
-                return tuple(found)
-    return tuple(found)
 
 
 def _line(text: str | None) -> int | None:
