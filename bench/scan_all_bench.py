@@ -20,11 +20,12 @@ are in, until every vector is in, and the scan's own end (graphs built).
 `--corpus DIR` indexes each folder of DIR as a project instead (listed in name order): the
 whole first index of the file-level eval's corpus is `--corpus bench/.cache/files/corpus`. A
 `--code` of `PATH:N` runs that checkout with `[embedding] document_tokens = N`, so a cut is
-measured side by side with whole texts. The embedding work each scan printed (texts and tokens
+measured side by side with whole texts, and `PATH:parts` with `[embedding] chunk_vectors =
+parts` (each line read once). The embedding work each scan printed (texts and tokens
 embedded, the source's tokens) is summed over the projects.
 
     .venv/bin/python -m bench.scan_all_bench --corpus bench/.cache/files/corpus --runs 1 \
-        --code ../base --code . --code .:128
+        --code ../base --code . --code .:128 --code .:parts
 """
 
 from __future__ import annotations
@@ -88,11 +89,17 @@ def corpus_projects(corpus: Path) -> dict[str, Path]:
     }
 
 
-def write_config(work: Path, dsn: str, roots: dict[str, Path], tokens: int = 0) -> Path:
+def write_config(work: Path, dsn: str, roots: dict[str, Path], setting: str = "") -> Path:
+    """The configuration of a variant: `setting` is "" (the defaults), a count of tokens
+    (`document_tokens`) or "parts" (`chunk_vectors`)."""
     projects = {name: {"roots": [str(root)]} for name, root in roots.items()}
     (work / "rag-projects.json").write_text(json.dumps({"projects": projects}))
-    config = work / f"application-{tokens}.ini"
-    cut = f"document_tokens = {tokens}\n" if tokens else ""
+    config = work / f"application-{setting or 'default'}.ini"
+    cut = ""
+    if setting.isdigit():
+        cut = f"document_tokens = {setting}\n"
+    elif setting:
+        cut = f"chunk_vectors = {setting}\n"
     config.write_text(
         f"[database]\ndsn = {dsn}\n[embedding]\nprovider = local\n{cut}"
         "[paths]\ndata = data\nprojects = rag-projects.json\n"
@@ -213,7 +220,7 @@ def main() -> None:
         "--code",
         action="append",
         help="a checkout whose `scan` runs, PATH or PATH:N for [embedding] document_tokens = N "
-        "(repeat: alternated per run); default this one",
+        "or PATH:parts for chunk_vectors = parts (repeat: alternated per run); default this one",
     )
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
@@ -222,7 +229,7 @@ def main() -> None:
     variants = [_variant(c) for c in args.code or [str(HERE)]]
     work = Path(tempfile.mkdtemp(prefix="code-rag-scan-all-"))
     work.chmod(0o755)  # the embedded server runs as its own user when this runs as root
-    results: dict[tuple[Path, int], list[dict[str, Any]]] = {v: [] for v in variants}
+    results: dict[tuple[Path, str], list[dict[str, Any]]] = {v: [] for v in variants}
     try:
         if args.corpus:
             roots = corpus_projects(args.corpus.resolve())
@@ -273,14 +280,19 @@ def main() -> None:
 _TOTALS = ("rows_all", "vectors_all", "wall")
 
 
-def _variant(text: str) -> tuple[Path, int]:
-    """`PATH` or `PATH:N` (a checkout, and [embedding] document_tokens)."""
-    path, _, tokens = text.partition(":")
-    return Path(path).resolve(), int(tokens or 0)
+def _variant(text: str) -> tuple[Path, str]:
+    """`PATH`, `PATH:N` or `PATH:parts` (a checkout, and [embedding] document_tokens or
+    chunk_vectors)."""
+    path, _, setting = text.partition(":")
+    if setting and not setting.isdigit() and setting != "parts":
+        raise SystemExit(f"--code {text}: the part after ':' is a count of tokens or 'parts'")
+    return Path(path).resolve(), setting
 
 
-def _name(code: Path, tokens: int) -> str:
-    return label(code) + (f" document_tokens {tokens}" if tokens else "")
+def _name(code: Path, setting: str) -> str:
+    if setting.isdigit():
+        return label(code) + f" document_tokens {setting}"
+    return label(code) + (f" chunk_vectors {setting}" if setting else "")
 
 
 def _medians(runs: Sequence[dict[str, Any]], kinds: Sequence[str]) -> dict[str, float]:

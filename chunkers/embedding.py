@@ -6,6 +6,9 @@ gets from a file tab; it is built on demand and never stored in `Chunk.content`.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass
+
 from .model import Chunk, ChunkResult
 
 # A definition's own text is embedded up to here (its header and signature come first): the
@@ -49,3 +52,96 @@ def lone_definitions(
             (i, Chunk(s.start_line, s.end_line, s.qualified_name, s.kind, language, content))
         )
     return tuple(out)
+
+
+# A part of a chunk with fewer letters and digits than this (a closing brace, a blank stretch)
+# is not worth a pass of the model: its lines count for nothing in the chunk's vector.
+MIN_PART_CHARS = 8
+
+
+@dataclass(frozen=True, slots=True)
+class VectorParts:
+    """What the model reads of a file when each of its lines is read once (`[embedding]
+    chunk_vectors = parts`): for each chunk, and each definition no chunk speaks for (in the
+    order of `lone_definitions`), the parts whose vectors, averaged by their lengths, make its
+    own, in line order. A part is a `Chunk` carrying its owner's name and kind and the lines of
+    the owner that no smaller part holds."""
+
+    chunks: tuple[tuple[Chunk, ...], ...]
+    definitions: tuple[tuple[Chunk, ...], ...]
+
+
+def vector_parts(
+    chunks: Sequence[Chunk], definitions: Sequence[Chunk], lines: Sequence[str]
+) -> VectorParts:
+    """Each chunk's and each lone definition's parts (`VectorParts`), from the file's `lines`.
+
+    A lone definition wholly inside a chunk is a part of it: its own lines (those of no
+    smaller such definition inside it) are read once, under its own name, and its vector is
+    the mean of its part and those of the definitions inside it; a definition with none
+    inside keeps exactly the text `lone_definitions` gives it (when that text is not cut), so
+    its vector is the same either way. A chunk's vector is the mean of its definitions' parts
+    and of the rest of its lines, less those the chunk before it holds too (windows overlap).
+    A chunk holding no such definition and overlapping nothing is its own single part; so is a
+    chunk whose content is not its lines (a character window of a long line), and a definition
+    that no chunk holds whole."""
+    chunk_parts: list[tuple[Chunk, ...]] = []
+    own_parts: dict[int, tuple[Chunk, ...]] = {}
+    before = 0  # the last line the chunks so far hold
+    for c in chunks:
+        if c.content != "\n".join(lines[c.start_line - 1 : c.end_line]):
+            chunk_parts.append((c,))
+            before = max(before, c.end_line)
+            continue
+        inside = [
+            i
+            for i, d in enumerate(definitions)
+            if c.start_line <= d.start_line and d.end_line <= c.end_line
+        ]
+        owner: dict[int, int] = {}  # line -> the smallest definition inside holding it
+        for i in sorted(inside, key=lambda i: _span(definitions[i]), reverse=True):
+            d = definitions[i]
+            for line in range(d.start_line, d.end_line + 1):
+                owner[line] = i
+        leaves = {
+            i: _part(definitions[i], lines, [n for n, o in owner.items() if o == i]) for i in inside
+        }
+        for i in inside:
+            if i not in own_parts:
+                d = definitions[i]
+                held = [k for k in inside if d.start_line <= definitions[k].start_line
+                        and definitions[k].end_line <= d.end_line]  # fmt: skip
+                found = [p for k in held if (p := leaves[k]) is not None]
+                own_parts[i] = _in_order(found) or (d,)
+        first = max(c.start_line, before + 1)
+        rest = _part(c, lines, [n for n in range(first, c.end_line + 1) if n not in owner])
+        found = [p for p in (rest, *leaves.values()) if p is not None]
+        chunk_parts.append(_in_order(found) or (c,))
+        before = max(before, c.end_line)
+    return VectorParts(
+        tuple(chunk_parts), tuple(own_parts.get(i, (d,)) for i, d in enumerate(definitions))
+    )
+
+
+def _span(d: Chunk) -> tuple[int, int]:
+    return (d.end_line - d.start_line, -d.start_line)
+
+
+def _in_order(parts: list[Chunk]) -> tuple[Chunk, ...]:
+    return tuple(sorted(parts, key=lambda p: (p.start_line, p.end_line)))
+
+
+def _part(owner: Chunk, lines: Sequence[str], numbers: list[int]) -> Chunk | None:
+    """The lines `numbers` of `owner` as a part under its name, blank lines at its edges left
+    out; None when they hold too little to embed."""
+    numbers = sorted(numbers)
+    while numbers and not lines[numbers[-1] - 1].strip():
+        numbers.pop()
+    while numbers and not lines[numbers[0] - 1].strip():
+        numbers.pop(0)
+    if not numbers:
+        return None
+    content = "\n".join(lines[n - 1] for n in numbers)
+    if sum(ch.isalnum() for ch in content) < MIN_PART_CHARS:
+        return None
+    return Chunk(numbers[0], numbers[-1], owner.symbol, owner.kind, owner.language, content)

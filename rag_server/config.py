@@ -20,6 +20,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from indexer.embed import (
+    CHUNK_VECTORS,
+    CHUNK_VECTORS_WHOLE,
     DEFAULT_OLLAMA_HOST,
     DEFAULT_PROVIDER,
     MIN_DOCUMENT_TOKENS,
@@ -82,6 +84,9 @@ class EmbeddingSettings:
     # Each chunk and definition embedded from its first this many tokens; 0: the whole text
     # (docs/operations.md: what a shorter cut saves and costs).
     document_tokens: int = DEFAULT_DOCUMENT_TOKENS
+    # whole: each chunk's text, and each definition no chunk speaks for again; parts: each
+    # line read once, a chunk's vector the mean of its parts' (`indexer.sweep.parts`).
+    chunk_vectors: str = CHUNK_VECTORS_WHOLE
 
     @property
     def model_free(self) -> bool:
@@ -154,6 +159,7 @@ INI_KEYS: dict[str, dict[str, tuple[str, Any]]] = {
             f"0 (whole texts) or an integer from {MIN_DOCUMENT_TOKENS} to 8192",
             (int, 0, 8192),
         ),
+        "chunk_vectors": ("one of: " + ", ".join(CHUNK_VECTORS), CHUNK_VECTORS),
     },
     "indexer": {
         "enabled": ("true or false", bool),
@@ -702,6 +708,8 @@ def make_settings_embedder(settings: Settings) -> Embedder | None:
         options["threads"] = emb.threads
     if emb.document_tokens:
         options["document_tokens"] = emb.document_tokens
+    if emb.chunk_vectors != CHUNK_VECTORS_WHOLE:
+        options["chunk_vectors"] = emb.chunk_vectors
     return make_embedder(emb.provider, emb.model or None, emb.host, **options)
 
 

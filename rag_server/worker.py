@@ -68,6 +68,8 @@ def refusal(project: str, recorded: EmbeddingModel, identity: EmbeddingModel) ->
     setting = f"provider = {recorded.provider}, model = {recorded.model}"
     if recorded.document_tokens != identity.document_tokens:
         setting += f", document_tokens = {recorded.document_tokens}"
+    if recorded.chunk_vectors != identity.chunk_vectors:
+        setting += f", chunk_vectors = {recorded.chunk_vectors}"
     return (
         f"worker: project {project} is indexed with {theirs}; this worker's embedder is "
         f"{ours}: configure [embedding] {setting} in this machine's application.ini, or "

@@ -225,7 +225,7 @@ def test_a_hanging_parse_fails_its_file_only(tmp_path: Path) -> None:
         (Candidate("r", name, path, 10, 1), None)
         for name, path in (("stuck.py", fifo), ("good.py", good), ("again.py", good))
     ]
-    with ProcessMap(1, prepare_in_worker, (ChunkerConfig(), False), timeout_s=2) as pool:
+    with ProcessMap(1, prepare_in_worker, (ChunkerConfig(), False, "whole"), timeout_s=2) as pool:
         out: list[Prepared] = [p for p, _s in pool.imap(items, failed_in_worker)]
     assert [p.candidate.path for p in out] == ["stuck.py", "good.py", "again.py"]
     assert out[0].error is not None and "longer than 2 s" in out[0].error

@@ -25,7 +25,7 @@ import indexer.sweep.write as sweep_module
 from chunkers import Chunk, ChunkerConfig, embedding_text
 from indexer import lexical
 from indexer.db import Conn, Database, Schema, store
-from indexer.embed import Embedder, make_embedder
+from indexer.embed import CHUNK_VECTORS_WHOLE, Embedder, make_embedder
 from indexer.embed.model_dir import bundled_model_dir, read_manifest
 from indexer.project import Project, Root
 from indexer.sweep import (
@@ -81,18 +81,23 @@ def model_suffix(embedder: Embedder | None) -> str:
         return ""
     cut = embedder.identity.document_tokens
     tag = f"_t{cut}" if cut else ""
+    if embedder.identity.chunk_vectors != CHUNK_VECTORS_WHOLE:
+        tag += f"_{embedder.identity.chunk_vectors}"
     if embedder.identity.model == read_manifest(bundled_model_dir()).name:
         return tag
-    identity = replace(embedder.identity, document_tokens=0).to_dict()
+    identity = replace(
+        embedder.identity, document_tokens=0, chunk_vectors=CHUNK_VECTORS_WHOLE
+    ).to_dict()
     return (
         "_m" + hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:8] + tag
     )
 
 
 def whole_texts(embedder: Embedder) -> Embedder:
-    """`embedder`, or the same local model embedding whole texts where it cuts them: what the
-    plain baseline embeds, whatever the index under test does."""
-    if not embedder.identity.document_tokens:
+    """`embedder`, or the same local model embedding whole texts where it cuts them (or reads
+    chunks by parts): what the plain baseline embeds, whatever the index under test does."""
+    identity = embedder.identity
+    if not identity.document_tokens and identity.chunk_vectors == CHUNK_VECTORS_WHOLE:
         return embedder
     return make_embedder("local", str(embedder.path))  # type: ignore[attr-defined]
 

@@ -62,6 +62,8 @@ from bench.eval.index import (
 )
 from indexer.db import Schema
 from indexer.embed import (
+    CHUNK_VECTORS,
+    CHUNK_VECTORS_WHOLE,
     Embedder,
     make_embedder,
 )
@@ -239,6 +241,12 @@ def main(argv: Sequence[str] | None = None) -> None:
         help="embed each text's first N tokens ([embedding] document_tokens; 0: whole texts)",
     )
     ap.add_argument(
+        "--chunk-vectors",
+        choices=CHUNK_VECTORS,
+        default=CHUNK_VECTORS_WHOLE,
+        help="[embedding] chunk_vectors: whole, or parts (each line read once)",
+    )
+    ap.add_argument(
         "--rows-first",
         action="store_true",
         help="search an index built as a first index is: rows first, then the vectors after",
@@ -271,7 +279,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     # (--chunk-chars builds an index of that chunk size for each eval run.)
     if args.eval != "docstring" and (args.header != "chunker" or args.cache != CACHE):
         ap.error("--header and --cache change the docstring eval's index: add --eval docstring")
-    model = make_embedder("local", args.model, document_tokens=args.document_tokens)
+    model = make_embedder(
+        "local",
+        args.model,
+        document_tokens=args.document_tokens,
+        chunk_vectors=args.chunk_vectors,
+    )
     ranking = args.ranking
     deep: dict[str, list[dict[str, Any]]] = {"docstring": [], "questions": []}
     keep = args.json is not None

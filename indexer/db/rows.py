@@ -225,6 +225,34 @@ class PendingChunk:
     repo: str
     path: str
     language: str | None
+    file_id: int
+
+
+@dataclass(frozen=True, slots=True)
+class FileChunk:
+    """A chunk of a file as stored, for the parts of its file's vectors."""
+
+    file_id: int
+    id: int
+    start_line: int
+    end_line: int
+    content: str
+    symbol: str | None
+    kind: str
+    content_sha256: str
+
+
+@dataclass(frozen=True, slots=True)
+class FileDefinition:
+    """A definition with a vector of its own as stored, for the parts of its file's vectors."""
+
+    file_id: int
+    id: int
+    qualified_name: str
+    kind: str
+    start_line: int
+    end_line: int
+    content_sha256: str
 
 
 @dataclass(frozen=True, slots=True)

@@ -418,7 +418,7 @@ GRAPHS_UNLOCK = "SELECT pg_advisory_unlock(hashtext('code-rag:graphs'), hashtext
 # not fail (a file whose inputs the embedder refused waits for the next sweep to read it again).
 PENDING_CHUNKS = """
 SELECT c.id, c.content_sha256, c.start_line, c.end_line, c.content, c.symbol, c.kind,
-       f.repo, f.path, f.language
+       f.repo, f.path, f.language, c.file_id
   FROM {schema}.rag_chunk c
   JOIN {schema}.rag_file f ON f.id = c.file_id
  WHERE c.embedding IS NULL AND f.error IS NULL
@@ -441,6 +441,29 @@ SELECT s.id, s.content_sha256, s.qualified_name, s.kind, s.start_line, s.end_lin
 # rewriting the file waits at its rows for the batch in flight, and nothing waits on a sweep.
 CLAIM_CHUNKS = PENDING_CHUNKS + "   FOR UPDATE OF c SKIP LOCKED\n"
 CLAIM_DEFINITIONS = PENDING_DEFINITIONS + "   FOR UPDATE OF s SKIP LOCKED\n"
+# With each line read once (`chunk_vectors = parts`) a chunk and the definitions inside it share
+# their parts: a claim of chunks takes the pending definitions of their files too, and reads
+# every chunk and definition of those files, whose parts depend on one another.
+CLAIM_DEFINITIONS_OF_FILES = """
+SELECT s.id, s.content_sha256, s.qualified_name, s.kind, s.start_line, s.end_line, s.file_id,
+       f.repo, f.path, f.language
+  FROM {schema}.rag_symbol s
+  JOIN {schema}.rag_file f ON f.id = s.file_id
+ WHERE s.file_id = ANY(%(files)s)
+   AND s.embedding IS NULL AND s.content_sha256 IS NOT NULL AND f.error IS NULL
+ ORDER BY s.id
+   FOR UPDATE OF s SKIP LOCKED
+"""
+CHUNKS_OF_FILES = """
+SELECT file_id, id, start_line, end_line, content, symbol, kind, content_sha256
+  FROM {schema}.rag_chunk WHERE file_id = ANY(%(ids)s)
+ ORDER BY file_id, ordinal
+"""
+DEFINITIONS_OF_FILES = """
+SELECT file_id, id, qualified_name, kind, start_line, end_line, content_sha256
+  FROM {schema}.rag_symbol WHERE file_id = ANY(%(ids)s) AND content_sha256 IS NOT NULL
+ ORDER BY file_id, ordinal
+"""
 # A claim's failed file is recorded only if its row can be locked at once: a sweep holding it
 # (rewriting or deleting the file) may be waiting for the claim's rows, and waiting for it in
 # turn would be a deadlock; the rows stay pending and the next claim decides again.
@@ -464,12 +487,14 @@ SELECT (SELECT count(*) FROM {schema}.rag_chunk),
        (SELECT count(*) FROM {schema}.rag_symbol WHERE content_sha256 IS NOT NULL)
 """
 # A vector goes in only where the row still holds the text it was made from, and has none yet.
+# `key`: the key the vector is filed under, the row's own unless its texts were keyed for
+# another way of cutting them (an index written model-free, taken up with chunk_vectors = parts).
 SET_CHUNK_VECTOR = """
-UPDATE {schema}.rag_chunk SET embedding = %(embedding)s
+UPDATE {schema}.rag_chunk SET embedding = %(embedding)s, content_sha256 = %(key)s
  WHERE id = %(id)s AND content_sha256 = %(hash)s AND embedding IS NULL
 """
 SET_DEFINITION_VECTOR = """
-UPDATE {schema}.rag_symbol SET embedding = %(embedding)s
+UPDATE {schema}.rag_symbol SET embedding = %(embedding)s, content_sha256 = %(key)s
  WHERE id = %(id)s AND content_sha256 = %(hash)s AND embedding IS NULL
 """
 TRY_SWEEP_LOCK = "SELECT pg_try_advisory_lock(hashtext('code-rag:sweep'), hashtext(%(name)s))"

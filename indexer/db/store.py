@@ -22,6 +22,8 @@ from psycopg.types.json import Jsonb
 from indexer.db import blocks, migrations, statements
 from indexer.db.rows import (
     ChunkRow,
+    FileChunk,
+    FileDefinition,
     FileFailure,
     FileRecord,
     FileState,
@@ -531,11 +533,12 @@ def file_lines(conn: Conn, schema: Schema, file_ids: Sequence[int]) -> dict[int,
 def set_vectors(
     conn: Conn,
     schema: Schema,
-    chunks: Sequence[tuple[int, str, Any]],
-    definitions: Sequence[tuple[int, str, Any]] = (),
+    chunks: Sequence[tuple[int, str, Any] | tuple[int, str, Any, str]],
+    definitions: Sequence[tuple[int, str, Any] | tuple[int, str, Any, str]] = (),
 ) -> None:
-    """Write (id, content hash, vector) of chunks and definitions that wait for theirs; a row
-    whose text changed meanwhile (another hash), or that was removed, is left alone."""
+    """Write (id, content hash, vector) of chunks and definitions that wait for theirs, with
+    the key to file it under where it is not the hash (a fourth item); a row whose text
+    changed meanwhile (another hash), or that was removed, is left alone."""
     with conn.transaction(), conn.cursor() as cur:
         for statement, rows in (
             (statements.SET_CHUNK_VECTOR, chunks),
@@ -544,7 +547,15 @@ def set_vectors(
             if rows:
                 cur.executemany(
                     schema.sql(statement),
-                    [{"id": i, "hash": h, "embedding": v} for i, h, v in rows],
+                    [
+                        {
+                            "id": r[0],
+                            "hash": r[1],
+                            "embedding": r[2],
+                            "key": r[3] if len(r) > 3 else r[1],
+                        }
+                        for r in rows
+                    ],
                 )
 
 
@@ -559,6 +570,33 @@ def claim_definitions(conn: Conn, schema: Schema, limit: int) -> list[PendingDef
     return typed_rows(
         conn, PendingDefinition, schema.sql(statements.CLAIM_DEFINITIONS), {"limit": limit}
     )
+
+
+def claim_definitions_of_files(
+    conn: Conn, schema: Schema, file_ids: Sequence[int]
+) -> list[PendingDefinition]:
+    """The pending definitions of the files `file_ids`, claimed as `claim_chunks` claims
+    chunks (those another transaction holds skipped)."""
+    if not file_ids:
+        return []
+    sql = schema.sql(statements.CLAIM_DEFINITIONS_OF_FILES)
+    return typed_rows(conn, PendingDefinition, sql, {"files": list(file_ids)})
+
+
+def file_items(
+    conn: Conn, schema: Schema, file_ids: Sequence[int]
+) -> tuple[dict[int, list[FileChunk]], dict[int, list[FileDefinition]]]:
+    """Every chunk, and every definition with a vector of its own, of the files `file_ids`,
+    by file, each in its file's order."""
+    chunks: dict[int, list[FileChunk]] = {}
+    definitions: dict[int, list[FileDefinition]] = {}
+    params = {"ids": list(file_ids)}
+    for c in typed_rows(conn, FileChunk, schema.sql(statements.CHUNKS_OF_FILES), params):
+        chunks.setdefault(c.file_id, []).append(c)
+    sql = schema.sql(statements.DEFINITIONS_OF_FILES)
+    for d in typed_rows(conn, FileDefinition, sql, params):
+        definitions.setdefault(d.file_id, []).append(d)
+    return chunks, definitions
 
 
 def try_record_file_error(

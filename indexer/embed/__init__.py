@@ -6,6 +6,9 @@ ONNX Runtime.
 """
 
 from indexer.embed.embedder import (
+    CHUNK_VECTORS,
+    CHUNK_VECTORS_PARTS,
+    CHUNK_VECTORS_WHOLE,
     DEFAULT_OLLAMA_HOST,
     DEFAULT_PROVIDER,
     MIN_DOCUMENT_TOKENS,
@@ -28,6 +31,9 @@ from indexer.embed.factory import make_embedder
 
 __all__ = [
     "BUNDLED_SOURCE",
+    "CHUNK_VECTORS",
+    "CHUNK_VECTORS_PARTS",
+    "CHUNK_VECTORS_WHOLE",
     "DEFAULT_OLLAMA_HOST",
     "DEFAULT_PROVIDER",
     "MIN_DOCUMENT_TOKENS",

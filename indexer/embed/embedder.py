@@ -26,6 +26,12 @@ PROVIDERS = (PROVIDER_LOCAL, PROVIDER_OLLAMA, PROVIDER_NONE)
 # The shortest `document_tokens` cut: a header (path, language, name) and a signature.
 MIN_DOCUMENT_TOKENS = 32
 DEFAULT_PROVIDER = PROVIDER_LOCAL
+# What the model reads of a file (`[embedding] chunk_vectors`): each chunk's text and again each
+# definition no chunk speaks for (whole), or each line once, a chunk's vector the mean of its
+# parts' (parts: `indexer.sweep.parts`).
+CHUNK_VECTORS_WHOLE = "whole"
+CHUNK_VECTORS_PARTS = "parts"
+CHUNK_VECTORS = (CHUNK_VECTORS_WHOLE, CHUNK_VECTORS_PARTS)
 DEFAULT_OLLAMA_HOST = "http://127.0.0.1:11434"
 
 # Prefixes some models were trained with (from their model cards). The key is the model's base
@@ -49,14 +55,26 @@ class EmbeddingModel:
     # Each document embedded from its first this many tokens (0: the whole text, in windows
     # where the model's are shorter): `[embedding] document_tokens`.
     document_tokens: int = 0
+    # How a file's texts are cut for the model: `[embedding] chunk_vectors`.
+    chunk_vectors: str = CHUNK_VECTORS_WHOLE
 
     @property
     def index_key(self) -> tuple[str | int, ...]:
         """What the stored vectors depend on. The query prefix is not part of it: changing it
-        changes future queries, not the index. Whole documents (the default) add nothing, so
-        an index recorded before `document_tokens` existed keeps its key."""
-        key = (self.provider, self.model, self.dimension, self.document_prefix)
-        return (*key, self.document_tokens) if self.document_tokens else key
+        changes future queries, not the index. Whole documents and whole chunks (the
+        defaults) add nothing, so an index recorded before either setting existed keeps its
+        key."""
+        key: tuple[str | int, ...] = (
+            self.provider,
+            self.model,
+            self.dimension,
+            self.document_prefix,
+        )
+        if self.document_tokens:
+            key = (*key, self.document_tokens)
+        if self.chunk_vectors != CHUNK_VECTORS_WHOLE:
+            key = (*key, self.chunk_vectors)
+        return key
 
     @property
     def cache_key(self) -> str:
@@ -67,6 +85,8 @@ class EmbeddingModel:
         """For messages: "ollama nomic-embed-text:v1.5 (768-d)", and ", first 128 tokens of
         each text" where documents are cut."""
         cut = f", first {self.document_tokens} tokens of each text" if self.document_tokens else ""
+        if self.chunk_vectors != CHUNK_VECTORS_WHOLE:
+            cut += f", chunk_vectors = {self.chunk_vectors}"
         return f"{self.provider} {self.model} ({self.dimension}-d{cut})"
 
     def to_dict(self) -> dict[str, Any]:
@@ -79,6 +99,8 @@ class EmbeddingModel:
         }
         if self.document_tokens:
             data["document_tokens"] = self.document_tokens
+        if self.chunk_vectors != CHUNK_VECTORS_WHOLE:
+            data["chunk_vectors"] = self.chunk_vectors
         return data
 
     @classmethod
@@ -107,6 +129,7 @@ class EmbeddingModel:
             document_prefix=str(data.get("document_prefix") or ""),
             query_prefix=str(data.get("query_prefix") or ""),
             document_tokens=_document_tokens(data.get("document_tokens")),
+            chunk_vectors=_chunk_vectors(data.get("chunk_vectors")),
         )
 
 
@@ -116,6 +139,25 @@ def _document_tokens(value: Any) -> int:
         return 0
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         raise InvalidArgument(f"the recorded document_tokens {value!r} is not a count of tokens")
+    return value
+
+
+def _chunk_vectors(value: Any) -> str:
+    """A recorded `chunk_vectors`: absent is whole; anything unknown is refused."""
+    if value is None:
+        return CHUNK_VECTORS_WHOLE
+    if value not in CHUNK_VECTORS:
+        raise InvalidArgument(f"the recorded chunk_vectors {value!r} is not one of {CHUNK_VECTORS}")
+    return str(value)
+
+
+def check_chunk_vectors(value: str) -> str:
+    """`[embedding] chunk_vectors` as given: whole or parts."""
+    if value not in CHUNK_VECTORS:
+        raise InvalidArgument(
+            f"chunk_vectors = {value!r}: set whole (each chunk's text, and each definition no "
+            "chunk speaks for again) or parts (each line read once)"
+        )
     return value
 
 

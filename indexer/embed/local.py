@@ -36,11 +36,13 @@ from pathlib import Path
 from typing import Any
 
 from indexer.embed.embedder import (
+    CHUNK_VECTORS_WHOLE,
     PROVIDER_LOCAL,
     EmbedBatchResult,
     EmbeddingModel,
     EmbedReport,
     TruncatedInput,
+    check_chunk_vectors,
     check_document_tokens,
     check_labels,
     label_for,
@@ -262,6 +264,7 @@ class LocalEmbedder:
         batch_size: int = DEFAULT_LOCAL_BATCH_SIZE,
         max_windows: int = DEFAULT_MAX_WINDOWS,
         document_tokens: int = 0,
+        chunk_vectors: str = CHUNK_VECTORS_WHOLE,
         threads: int | None = None,
     ) -> None:
         if batch_size < 1 or max_windows < 1:
@@ -278,6 +281,7 @@ class LocalEmbedder:
         self.batch_size = batch_size
         self.max_windows = max_windows
         self.document_tokens = check_document_tokens(document_tokens)
+        self.chunk_vectors = check_chunk_vectors(chunk_vectors)
         self.threads = threads or default_threads()
         self._runtime: ModelRuntime | None = None
 
@@ -291,6 +295,7 @@ class LocalEmbedder:
             document_prefix=self.document_prefix,
             query_prefix=self.query_prefix,
             document_tokens=self.document_tokens,
+            chunk_vectors=self.chunk_vectors,
         )
 
     @property

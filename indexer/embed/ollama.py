@@ -25,6 +25,7 @@ import ollama
 
 from indexer.embed.embedder import (
     CHARS_PER_TOKEN,
+    CHUNK_VECTORS_WHOLE,
     DEFAULT_OLLAMA_HOST,
     PROVIDER_OLLAMA,
     EmbedBatchResult,
@@ -32,6 +33,7 @@ from indexer.embed.embedder import (
     EmbedReport,
     RefusedInput,
     TruncatedInput,
+    check_chunk_vectors,
     check_document_tokens,
     check_labels,
     cut_to_bytes,
@@ -115,10 +117,12 @@ class OllamaEmbedder:
         backoff_seconds: float = DEFAULT_BACKOFF_SECONDS,
         keep_alive: str | float | None = None,
         document_tokens: int = 0,
+        chunk_vectors: str = CHUNK_VECTORS_WHOLE,
     ) -> None:
         self.model = model or DEFAULT_OLLAMA_MODEL
         # Ollama tokenizes on its side: a document is cut at CHARS_PER_TOKEN characters a token.
         self.document_tokens = check_document_tokens(document_tokens)
+        self.chunk_vectors = check_chunk_vectors(chunk_vectors)
         self.host = (host or DEFAULT_OLLAMA_HOST).rstrip("/")
         doc_default, query_default = default_prefixes(self.model)
         self.document_prefix = doc_default if document_prefix is None else document_prefix
@@ -187,6 +191,7 @@ class OllamaEmbedder:
             document_prefix=self.document_prefix,
             query_prefix=self.query_prefix,
             document_tokens=self.document_tokens,
+            chunk_vectors=self.chunk_vectors,
         )
 
     # --- embedding --------------------------------------------------------------------------

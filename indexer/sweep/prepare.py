@@ -15,12 +15,14 @@ import hashlib
 import logging
 import time
 from collections.abc import Generator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from chunkers import Chunk, ChunkerConfig, Symbol, chunk_file, lone_definitions
 from indexer import lexical
 from indexer.db import store
+from indexer.embed import CHUNK_VECTORS_WHOLE
+from indexer.sweep.parts import content_hash, file_keys
 from indexer.sweep.report import SweepReport
 from indexer.sweep.walk import Candidate
 from indexer.sweep.workers import ProcessMap, WorkersUnavailable
@@ -43,6 +45,9 @@ class Prepared:
     # (also in their symbol rows).
     definitions: tuple[Chunk, ...] = ()
     definition_hashes: tuple[str, ...] = ()
+    # With `chunk_vectors = parts`: the parts of each key made of other texts than its own
+    # (`parts.file_keys`).
+    parts: dict[str, tuple[Chunk, ...]] = field(default_factory=dict)
     rows: tuple[store.ChunkRow, ...] = ()
     symbols: tuple[store.SymbolRow, ...] = ()
     text: str | None = None  # the decoded text, for exact-text search
@@ -61,7 +66,12 @@ class Prepared:
         ]
 
     def vector_keys(self) -> tuple[str, ...]:
-        return self.hashes + self.definition_hashes
+        """The keys of the file's vectors, then those of the parts they are made of."""
+        keys = self.hashes + self.definition_hashes
+        if not self.parts:
+            return keys
+        made = {content_hash(p) for parts in self.parts.values() for p in parts}
+        return keys + tuple(sorted(made.difference(keys)))
 
 
 @dataclass
@@ -70,24 +80,26 @@ class Batch:
     cached: dict[str, Any]
 
 
-def content_hash(chunk: Chunk) -> str:
-    """The embedding-cache key: a chunk's symbol and text (its path is left out on purpose,
-    so renaming or moving a file reuses its vectors)."""
-    return hashlib.sha256(f"{chunk.symbol or ''}\n{chunk.content}".encode()).hexdigest()
-
-
 def clean(text: str) -> str:
     return text.replace("\x00", "\ufffd")  # PostgreSQL text cannot hold NUL
 
 
 class Preparer:
     """Prepares files for one sweep; `redo` means every file is re-chunked (a full sweep, a new
-    model or chunker) even where its content did not change."""
+    model or chunker) even where its content did not change; `chunk_vectors` is the model's
+    (`parts.file_keys`)."""
 
-    def __init__(self, chunker: ChunkerConfig, report: SweepReport, redo: bool) -> None:
+    def __init__(
+        self,
+        chunker: ChunkerConfig,
+        report: SweepReport,
+        redo: bool,
+        chunk_vectors: str = CHUNK_VECTORS_WHOLE,
+    ) -> None:
         self.chunker = chunker
         self.report = report
         self.redo = redo
+        self.chunk_vectors = chunk_vectors
 
     def prepare_all(
         self, todo: Sequence[tuple[Candidate, store.FileState | None]], workers: int
@@ -96,7 +108,8 @@ class Preparer:
         pool = None
         if workers >= 1:
             try:
-                pool = ProcessMap(workers, prepare_in_worker, (self.chunker, self.redo))
+                context = (self.chunker, self.redo, self.chunk_vectors)
+                pool = ProcessMap(workers, prepare_in_worker, context)
             except WorkersUnavailable as exc:
                 log.warning("%s; preparing files in this process instead", exc)
         if pool is None:
@@ -151,25 +164,31 @@ class Preparer:
             return Prepared(
                 cand, sha, result.language, skip=BINARY_CONTENT, row_id=state.id if state else None
             )
-        rows = self.rows(cand.path, result.chunks)
         lone = lone_definitions(result)
-        keys = {i: content_hash(chunk) for i, chunk in lone}
+        definitions = tuple(chunk for _, chunk in lone)
+        made = file_keys(self.chunk_vectors, result.chunks, definitions, result.text)
+        rows = self.rows(cand.path, result.chunks, made.chunks)
+        keys = {i: key for (i, _), key in zip(lone, made.definitions, strict=True)}
         return Prepared(
             cand,
             sha,
             result.language,
             chunks=result.chunks,
-            hashes=tuple(row.content_sha256 for row in rows),
+            hashes=made.chunks,
             rows=rows,
             symbols=symbol_rows(result.symbols, keys),
             text=clean(result.text),
-            definitions=tuple(chunk for _, chunk in lone),
-            definition_hashes=tuple(keys.values()),
+            definitions=definitions,
+            definition_hashes=made.definitions,
+            parts=made.parts,
         )
 
-    def rows(self, path: str, chunks: tuple[Chunk, ...]) -> tuple[store.ChunkRow, ...]:
+    def rows(
+        self, path: str, chunks: tuple[Chunk, ...], keys: Sequence[str] | None = None
+    ) -> tuple[store.ChunkRow, ...]:
         """Chunk rows without their vectors, keyword terms included (done here, in the
-        preparation thread, to keep the writing thread short)."""
+        preparation thread, to keep the writing thread short); `keys`: their embedding-cache
+        keys (default: each chunk's `content_hash`)."""
         path_terms = lexical.path_terms_text(path)
         return tuple(
             store.ChunkRow(
@@ -179,7 +198,7 @@ class Preparer:
                 symbol=clean(c.symbol) if c.symbol else None,
                 kind=c.kind,
                 content=clean(c.content),
-                content_sha256=content_hash(c),
+                content_sha256=keys[i] if keys is not None else content_hash(c),
                 embedding=None,
                 symbol_terms=lexical.terms_text(c.symbol or ""),
                 path_terms=path_terms,
@@ -190,12 +209,12 @@ class Preparer:
 
 
 def prepare_in_worker(
-    context: tuple[ChunkerConfig, bool], item: tuple[Candidate, store.FileState | None]
+    context: tuple[ChunkerConfig, bool, str], item: tuple[Candidate, store.FileState | None]
 ) -> tuple[Prepared, dict[str, float]]:
     """One file prepared in a worker process, with the seconds it spent per phase."""
-    chunker, redo = context
+    chunker, redo, chunk_vectors = context
     report = SweepReport(project="")
-    prepared = Preparer(chunker, report, redo).prepare(*item)
+    prepared = Preparer(chunker, report, redo, chunk_vectors).prepare(*item)
     return prepared, report.seconds
 
 

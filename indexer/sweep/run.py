@@ -36,7 +36,13 @@ import psycopg
 from chunkers import CHUNKER_VERSION
 from indexer import clock
 from indexer.db import Conn, Database, Schema, database_error, embedding_cache, store
-from indexer.embed import Embedder, EmbeddingModel, needs_reembed, reembed_warning
+from indexer.embed import (
+    CHUNK_VECTORS_WHOLE,
+    Embedder,
+    EmbeddingModel,
+    needs_reembed,
+    reembed_warning,
+)
 from indexer.errors import RagError, SweepRunning, SweepStopped
 from indexer.project import ROOT_EMPTY, Project
 from indexer.status import PROGRESS_EVERY, ROWS_PROGRESS, progress_record
@@ -388,7 +394,8 @@ class _Sweep:
     ) -> None:
         try:
             size = self.options.files_per_commit
-            preparer = Preparer(self.options.chunker, self.report, self.redo)
+            mode = self.embedder.identity.chunk_vectors if self.embedder else CHUNK_VECTORS_WHOLE
+            preparer = Preparer(self.options.chunker, self.report, self.redo, mode)
             count = workers.worker_count(
                 len(todo), self.options.prepare_workers, sum(c.size for c, _ in todo)
             )

@@ -61,12 +61,18 @@ import psycopg
 from chunkers import DEFINITION_CHARS, UNKNOWN_LANGUAGE, Chunk, embedding_text
 from indexer import clock
 from indexer.db import Conn, Database, Schema, WorkerBeat, embedding_cache, store
-from indexer.db.rows import PendingChunk, PendingDefinition
-from indexer.embed import Embedder, EmbeddingModel, needs_reembed, tokens_embedded
+from indexer.db.rows import FileChunk, FileDefinition, PendingChunk, PendingDefinition
+from indexer.embed import (
+    CHUNK_VECTORS_PARTS,
+    Embedder,
+    EmbeddingModel,
+    needs_reembed,
+    tokens_embedded,
+)
 from indexer.errors import RagError
 from indexer.project import Project
 from indexer.status import PROGRESS_EVERY, VECTORS_PROGRESS, progress_record
-from indexer.sweep.prepare import content_hash
+from indexer.sweep.parts import compose, content_hash, file_keys
 from indexer.sweep.workers import free_cores
 
 log = logging.getLogger("code_rag.vectors")
@@ -177,7 +183,9 @@ class VectorReport:
 
 @dataclass(frozen=True, slots=True)
 class _Input:
-    """One pending row: which table, its id and hash, and how to embed it."""
+    """One pending row: which table, its id and hash, and how to embed it: its text, or the
+    parts its vector is the mean of (`chunk_vectors = parts`), and the key the vector is
+    filed under (the row's hash, unless the row was keyed for whole texts)."""
 
     definition: bool
     id: int
@@ -185,6 +193,12 @@ class _Input:
     text: str
     label: str
     file: tuple[str, str, str | None]  # repo, path, language: what a refusal is recorded on
+    parts: tuple[Chunk, ...] = ()
+    key: str = ""
+
+    @property
+    def filed(self) -> str:
+        return self.key or self.hash
 
 
 @dataclass(frozen=True, slots=True)
@@ -277,6 +291,8 @@ class _Phase:
         self.beaten = (0, 0)  # written, embedded as of the last heartbeat
         self.deferred = False  # a failure could not be recorded this round (a sweep holds it)
         self.held = (-1, 0.0)  # what was pending, and since when, while others held it
+        # Each line read once: a claim takes whole files' parts (`parts.file_keys`).
+        self.parts = embedder.identity.chunk_vectors == CHUNK_VECTORS_PARTS
 
     def run(
         self,
@@ -468,29 +484,94 @@ class _Phase:
         try:
             chunks = store.claim_chunks(conn, schema, self.batch)
             definitions: list[PendingDefinition] = []
-            if len(chunks) < self.batch:
-                definitions = store.claim_definitions(conn, schema, self.batch - len(chunks))
+            if self.parts:  # the definitions inside them share their parts
+                files = sorted({c.file_id for c in chunks})
+                definitions = store.claim_definitions_of_files(conn, schema, files)
+            if len(chunks) + len(definitions) < self.batch:
+                room = self.batch - len(chunks) - len(definitions)
+                taken = {d.id for d in definitions}
+                more = store.claim_definitions(conn, schema, room)
+                definitions += [d for d in more if d.id not in taken]
             if not (chunks or definitions) or not self._still_same_model():
                 conn.rollback()
                 return None
-            lines = store.file_lines(conn, schema, sorted({d.file_id for d in definitions}))
-            inputs = [_chunk_input(c) for c in chunks]
             unreadable: dict[tuple[str, str, str | None], str] = {}
-            for d in definitions:
-                made = _definition_input(d, lines.get(d.file_id, []))
-                if made is None:
-                    unreadable[(d.repo, d.path, d.language)] = (
-                        f"the lines of {d.qualified_name} could not be read back from the "
-                        "index; the next sweep reads the file again"
-                    )
-                else:
-                    inputs.append(made)
+            if self.parts:
+                inputs = self._parts_inputs(chunks, definitions, unreadable)
+            else:
+                lines = store.file_lines(conn, schema, sorted({d.file_id for d in definitions}))
+                inputs = [_chunk_input(c) for c in chunks]
+                for d in definitions:
+                    made = _definition_input(d, lines.get(d.file_id, []))
+                    if made is None:
+                        unreadable[(d.repo, d.path, d.language)] = _unreadable(d.qualified_name)
+                    else:
+                        inputs.append(made)
             for file, reason in unreadable.items():
                 self._fail(file, reason)
         except BaseException:
             conn.rollback()
             raise
         return [i for i in inputs if i.file not in unreadable]
+
+    def _parts_inputs(
+        self,
+        chunks: list[PendingChunk],
+        definitions: list[PendingDefinition],
+        unreadable: dict[tuple[str, str, str | None], str],
+    ) -> list[_Input]:
+        """The claimed rows' inputs with each line read once: the parts of every chunk and
+        definition of their files, made from the files' stored chunks, definitions and lines
+        as the sweep made them from the file (`parts.file_keys`). A row keyed neither so nor
+        for its whole text, or a definition whose lines cannot be read back, fails its file
+        (read again by the next sweep)."""
+        conn, schema = self.conn, self.schema
+        files = sorted({c.file_id for c in chunks} | {d.file_id for d in definitions})
+        lines = store.file_lines(conn, schema, files)
+        stored_chunks, stored_definitions = store.file_items(conn, schema, files)
+        languages: dict[int, str | None] = {c.file_id: c.language for c in chunks}
+        languages.update((d.file_id, d.language) for d in definitions)
+        made: dict[tuple[bool, int], tuple[str, tuple[Chunk, ...], str]] = {}
+        broken: set[int] = set()
+        for file_id in files:
+            found = _file_parts(
+                lines.get(file_id, []),
+                languages[file_id] or UNKNOWN_LANGUAGE,
+                stored_chunks.get(file_id, []),
+                stored_definitions.get(file_id, []),
+            )
+            if found is None:
+                broken.add(file_id)
+            else:
+                made.update(found)
+        claimed: list[tuple[bool, PendingChunk | PendingDefinition]] = [
+            *((False, c) for c in chunks),
+            *((True, d) for d in definitions),
+        ]
+        inputs: list[_Input] = []
+        for definition, row in claimed:
+            file = (row.repo, row.path, row.language)
+            found_row = made.get((definition, row.id))
+            if (
+                row.file_id in broken
+                or found_row is None
+                or row.content_sha256
+                not in (
+                    found_row[0],
+                    found_row[2],
+                )
+            ):
+                name = row.qualified_name if isinstance(row, PendingDefinition) else None
+                unreadable[file] = _unreadable(name or f"{row.path}:{row.start_line}")
+                continue
+            key, parts, _ = found_row
+            label = _part_label(row.repo, row.path, parts[0])
+            text = embedding_text(parts[0], row.path) if len(parts) == 1 else ""
+            whole = parts if len(parts) > 1 else ()
+            inputs.append(
+                _Input(definition, row.id, row.content_sha256, text, label, file, whole, key)
+            )
+        return inputs
 
     def _embed_and_write(self, inputs: list[_Input]) -> None:
         """Embed the claimed `inputs` and write their vectors, then commit the claim (on any
@@ -511,30 +592,50 @@ class _Phase:
         """The claim's work: vectors found stored or embedded, written to the rows claimed;
         returns those the model made, by hash."""
         conn, schema, report = self.conn, self.schema, self.report
-        hashes = sorted({i.hash for i in inputs})
+        part_keys = {content_hash(p) for i in inputs for p in i.parts}
+        hashes = sorted({i.filed for i in inputs} | part_keys)
         vectors: dict[str, Any] = store.cached_embeddings(conn, schema, hashes)
         missing = [h for h in hashes if h not in vectors]
         if self.shared is not None and missing:
             vectors.update(embedding_cache.shared_vectors(conn, self.shared, missing))
+        stored = set(vectors)
         wanted: dict[str, _Input] = {}
+        made_of: dict[str, tuple[Chunk, ...]] = {}  # vectors made of parts, by key
         for i in inputs:
-            if i.hash not in vectors:
-                wanted.setdefault(i.hash, i)
+            if i.filed in vectors:
+                continue
+            if not i.parts:
+                wanted.setdefault(i.filed, i)
+                continue
+            made_of.setdefault(i.filed, i.parts)
+            for p in i.parts:
+                key = content_hash(p)
+                if key not in vectors and key not in wanted:
+                    repo, path, _ = i.file
+                    text = embedding_text(p, path)
+                    label = _part_label(repo, path, p)
+                    wanted[key] = _Input(i.definition, i.id, key, text, label, i.file)
         refused: dict[tuple[str, str, str | None], str] = {}
         if wanted:
             self._embed(list(wanted.values()), vectors, refused)
-        rows: dict[bool, list[tuple[int, str, Any]]] = {False: [], True: []}
+        for key, parts in made_of.items():
+            vector = compose(parts, vectors)
+            if vector is not None:
+                vectors[key] = vector
+        rows: dict[bool, list[tuple[int, str, Any, str]]] = {False: [], True: []}
+        seen: set[str] = set()
         for i in inputs:
-            if i.file in refused or i.hash not in vectors:
+            if i.file in refused or i.filed not in vectors:
                 continue
-            rows[i.definition].append((i.id, i.hash, vectors[i.hash]))
-            if wanted.get(i.hash) is not i:  # stored already, or the same text pending twice
+            rows[i.definition].append((i.id, i.hash, vectors[i.filed], i.filed))
+            if i.filed in stored or i.filed in seen:  # stored already, or pending twice
                 report.reused += 1
+            seen.add(i.filed)
         for file, reason in refused.items():
             self._fail(file, reason)
         store.set_vectors(conn, schema, rows[False], rows[True])
         # By hash: two processes putting the same texts take their keys in one order.
-        return {h: vectors[h] for h in sorted(wanted) if h in vectors}
+        return {h: vectors[h] for h in sorted({*wanted, *made_of}) if h in vectors}
 
     def _embed(
         self,
@@ -578,7 +679,7 @@ class _Phase:
         self.report.tokens_embedded += tokens_embedded(result, self.embedder, texts)
         for i, vector in zip(wanted, result.vectors, strict=True):
             if vector is not None:
-                vectors[i.hash] = np.asarray(vector, dtype=np.float32)
+                vectors[i.filed] = np.asarray(vector, dtype=np.float32)
                 if i.definition:
                     self.report.definitions_embedded += 1
                 else:
@@ -640,6 +741,48 @@ def _pause(stop: threading.Event | None, seconds: float) -> bool:
         time.sleep(seconds)
         return False
     return stop.wait(seconds)
+
+
+def _file_parts(
+    lines: list[str],
+    language: str,
+    chunks: Sequence[FileChunk],
+    definitions: Sequence[FileDefinition],
+) -> dict[tuple[bool, int], tuple[str, tuple[Chunk, ...], str]] | None:
+    """A file's items from its stored rows and lines, as the sweep made them: by (whether a
+    definition, row id), the key of each with each line read once, its parts, and its key as
+    a whole text. None when a definition's lines are not in the file's stored text."""
+    if any(r.end_line > len(lines) for r in definitions):
+        return None
+    own_chunks = [
+        Chunk(r.start_line, r.end_line, r.symbol, r.kind, language, r.content) for r in chunks
+    ]
+    own_definitions = [
+        Chunk(r.start_line, r.end_line, r.qualified_name, r.kind, language,
+              "\n".join(lines[r.start_line - 1 : r.end_line])[:DEFINITION_CHARS])
+        for r in definitions
+    ]  # fmt: skip
+    keys = file_keys(CHUNK_VECTORS_PARTS, own_chunks, own_definitions, "\n".join(lines))
+    made: dict[tuple[bool, int], tuple[str, tuple[Chunk, ...], str]] = {}
+    for row_id, item, key in zip((r.id for r in chunks), own_chunks, keys.chunks, strict=True):
+        made[(False, row_id)] = (key, keys.parts.get(key, (item,)), content_hash(item))
+    for row_id, item, key in zip(
+        (r.id for r in definitions), own_definitions, keys.definitions, strict=True
+    ):
+        made[(True, row_id)] = (key, keys.parts.get(key, (item,)), content_hash(item))
+    return made
+
+
+def _unreadable(name: str) -> str:
+    return (
+        f"the lines of {name} could not be read back from the index; the next sweep reads "
+        "the file again"
+    )
+
+
+def _part_label(repo: str, path: str, part: Chunk) -> str:
+    label = f"{repo}/{path}:{part.start_line}-{part.end_line}"
+    return f"{label} {part.symbol}" if part.symbol else label
 
 
 def _chunk_input(c: PendingChunk) -> _Input:

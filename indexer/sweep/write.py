@@ -21,10 +21,11 @@ from typing import Any, NamedTuple
 
 import psycopg
 
-from chunkers import embedding_text
+from chunkers import Chunk, embedding_text
 from indexer.db import Conn, Schema, bulk, embedding_cache, statement_limit, store
 from indexer.embed import Embedder, count_tokens, tokens_embedded
 from indexer.errors import RagError
+from indexer.sweep.parts import compose, content_hash
 from indexer.sweep.prepare import Batch, Prepared
 from indexer.sweep.report import SweepReport
 
@@ -43,6 +44,12 @@ class Wanted(NamedTuple):
     text: str
     label: str
     definition: bool
+
+
+def _label(f: Prepared, chunk: Chunk) -> str:
+    """An input's label in messages: where its lines are, and its name."""
+    label = f"{f.candidate.repo}/{f.candidate.path}:{chunk.start_line}-{chunk.end_line}"
+    return f"{label} {chunk.symbol}" if chunk.symbol else label
 
 
 class Writer:
@@ -70,17 +77,20 @@ class Writer:
         report = self.report
         vectors: dict[str, Any] = dict(batch.cached)
         wanted: dict[str, Wanted] = {}  # by hash, the first occurrence
+        made_of: dict[str, tuple[Chunk, ...]] = {}  # vectors made of parts, by hash
         for f in batch.files:
             for chunk, h, definition in f.to_embed():
                 if h in vectors:
                     report.cache_hits += 1
-                elif h not in wanted:
-                    label = (
-                        f"{f.candidate.repo}/{f.candidate.path}:{chunk.start_line}-{chunk.end_line}"
-                    )
-                    if chunk.symbol:
-                        label += f" {chunk.symbol}"
-                    wanted[h] = Wanted(embedding_text(chunk, f.candidate.path), label, definition)
+                    continue
+                parts = f.parts.get(h, (chunk,))
+                if len(parts) > 1:
+                    made_of.setdefault(h, parts)
+                for part in parts:
+                    key = content_hash(part) if len(parts) > 1 else h
+                    if key not in vectors and key not in wanted:
+                        text = embedding_text(part, f.candidate.path)
+                        wanted[key] = Wanted(text, _label(f, part), definition)
         refused: dict[str, str] = {}
         if wanted and self.embedder is None:
             pass  # model-free: no vector is wanted, now or later
@@ -98,9 +108,13 @@ class Writer:
                 )
                 self._embed_file_by_file(batch, wanted, vectors, refused)
             report.add_time("embed", time.perf_counter() - t)
+        for h, parts in made_of.items():  # a part refused fails its file (`vector_keys`)
+            vector = compose(parts, vectors)
+            if vector is not None:
+                vectors[h] = vector
         t = time.perf_counter()
         if self.shared is not None:  # committed with the batch
-            made = {h: vectors[h] for h in sorted(wanted) if h in vectors}
+            made = {h: vectors[h] for h in sorted({*wanted, *made_of}) if h in vectors}
             embedding_cache.share_vectors(self.conn, self.shared, made)
         written = self._write(batch, vectors, refused)
         report.add_time("store", time.perf_counter() - t)

@@ -48,10 +48,15 @@ def open_index(cache: Path) -> Database:
 
 
 def project_for(
-    corpus: Corpus, model_dir: str | None = None, part: str = "", document_tokens: int = 0
+    corpus: Corpus,
+    model_dir: str | None = None,
+    part: str = "",
+    document_tokens: int = 0,
+    chunk_vectors: str = "whole",
 ) -> Project:
-    """The eval's project over `corpus`; another model than the bundled one (`model_dir`), or
-    texts cut at `document_tokens`, indexes into a project of its own, beside the default's
+    """The eval's project over `corpus`; another model than the bundled one (`model_dir`),
+    texts cut at `document_tokens`, or chunks read by parts (`chunk_vectors`), indexes into a
+    project of its own, beside the default's
     instead of re-embedding it, and so does a part of the corpus named by `part` (the unseen
     libraries: `files_eval_unseen`)."""
     roots = tuple(Root(corpus.root / lib.name, lib.name) for lib in corpus.libraries)
@@ -61,6 +66,8 @@ def project_for(
         name = f"{PROJECT}_m{tag}"
     if document_tokens:
         name = f"{name}_t{document_tokens}"
+    if chunk_vectors != "whole":
+        name = f"{name}_{chunk_vectors}"
     return Project(f"{name}_{part}" if part else name, roots)
 
 

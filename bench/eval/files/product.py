@@ -34,10 +34,15 @@ __all__ = [
 ]
 
 
-def local_embedder(model: str | None = None, document_tokens: int = 0) -> Any:
+def local_embedder(
+    model: str | None = None, document_tokens: int = 0, chunk_vectors: str = "whole"
+) -> Any:
     """The local ONNX model (the bundled one unless `model` names a folder); with
-    `document_tokens`, each text embedded from its first that many tokens."""
-    return make_embedder("local", model, document_tokens=document_tokens)
+    `document_tokens`, each text embedded from its first that many tokens; `chunk_vectors`
+    as [embedding] has it."""
+    return make_embedder(
+        "local", model, document_tokens=document_tokens, chunk_vectors=chunk_vectors
+    )
 
 
 def open_database(db_dir: Path) -> Database:

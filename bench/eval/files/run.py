@@ -206,6 +206,7 @@ def run(
     lenient: bool = False,
     log: Callable[[str], None] = print,
     document_tokens: int = 0,
+    chunk_vectors: str = "whole",
 ) -> dict[str, list[QueryScore]]:
     questions, whole = questions_module.ensure_valid(cache, folder, lenient)
     unseen = split == UNSEEN
@@ -214,11 +215,13 @@ def run(
         chosen = chosen[:limit]
     corpus = whole.part(unseen)
     model = local_embedder(model_dir)
-    indexing = local_embedder(model_dir, document_tokens) if document_tokens else model
+    cut = document_tokens or chunk_vectors != "whole"
+    indexing = local_embedder(model_dir, document_tokens, chunk_vectors) if cut else model
     embedder = CachedQueries(indexing, cache)
     db = open_index(cache)
     try:
-        project = project_for(corpus, model_dir, UNSEEN if unseen else "", document_tokens)
+        part = UNSEEN if unseen else ""
+        project = project_for(corpus, model_dir, part, document_tokens, chunk_vectors)
         manifest = ensure_index(db, project, indexing, corpus, cache)
         plain = baselines(model, corpus, {q.repo for q in chosen}, cache)
         absent = missing_targets(db, project, chosen)
@@ -349,6 +352,12 @@ def parser(description: str) -> argparse.ArgumentParser:
         help="embed each text's first N tokens ([embedding] document_tokens; 0: whole texts)",
     )
     ap.add_argument(
+        "--chunk-vectors",
+        choices=("whole", "parts"),
+        default="whole",
+        help="[embedding] chunk_vectors: whole, or parts (each line read once)",
+    )
+    ap.add_argument(
         "--lenient",
         action="store_true",
         help="go on without refused libraries and faulty questions (saying which)",
@@ -371,6 +380,7 @@ def main(argv: list[str] | None = None) -> None:
         args.data,
         args.lenient,
         document_tokens=args.document_tokens,
+        chunk_vectors=args.chunk_vectors,
     )
 
 

@@ -1,0 +1,270 @@
+"""Each line read once (`[embedding] chunk_vectors = parts`): a definition no chunk speaks for is
+read once under its own name, the rest of its chunk once, and the chunk's vector is the mean of
+its parts'. The parts cover every line that says something exactly once; a definition with none
+inside keeps the vector it has with whole texts; the sweep, the vectors that follow the rows and
+an index written model-free then taken up all give the same vectors; the setting is part of the
+index's identity (a worker cut the other way is refused)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import psycopg
+import pytest
+from ollama_standin import OllamaStandin, ollama_standin
+from psycopg import sql as pgsql
+
+from chunkers import (
+    Chunk,
+    ChunkerConfig,
+    chunk_file,
+    embedding_text,
+    lone_definitions,
+    vector_parts,
+)
+from indexer.db import Database, Schema, store
+from indexer.embed import EmbeddingModel, make_embedder
+from indexer.errors import InvalidArgument
+from indexer.project import Project, Root
+from indexer.sweep import SweepOptions, embed_pending, sweep_project
+from indexer.sweep.parts import content_hash, file_keys, parts_hash
+from rag_server.worker import refusal
+
+__all__ = ["ollama_standin"]
+
+Conn = psycopg.Connection[Any]
+
+SHOP = '''import decimal
+
+
+class Cart:
+    """Items a customer is about to buy."""
+
+    def add(self, item):
+        self.items.append(item)
+
+    def total(self):
+        return sum(i.price for i in self.items)
+
+
+def checkout(cart):
+    return cart.total()
+'''
+
+VECTORS = """
+SELECT 'c' || c.ordinal, c.content_sha256, c.embedding
+  FROM {schema}.rag_chunk c JOIN {schema}.rag_file f ON f.id = c.file_id
+ WHERE f.path = %(path)s
+UNION ALL
+SELECT s.qualified_name, s.content_sha256, s.embedding
+  FROM {schema}.rag_symbol s JOIN {schema}.rag_file f ON f.id = s.file_id
+ WHERE f.path = %(path)s AND s.content_sha256 IS NOT NULL
+"""
+
+
+def stored(conn: Conn, project: str, path: str) -> dict[str, tuple[str, np.ndarray | None]]:
+    rows = conn.execute(
+        pgsql.SQL(VECTORS).format(schema=pgsql.Identifier(project)), {"path": path}
+    ).fetchall()
+    conn.rollback()
+    return {
+        name: (key, None if vector is None else vector.to_numpy()) for name, key, vector in rows
+    }
+
+
+def parts_of(source: str, path: str = "cart.py", config: ChunkerConfig | None = None) -> Any:
+    result = chunk_file(path, source.encode(), config or ChunkerConfig())
+    lone = [chunk for _, chunk in lone_definitions(result)]
+    return result, lone, vector_parts(result.chunks, lone, result.text.split("\n"))
+
+
+def test_parts_hold_each_line_that_says_something_once() -> None:
+    result, lone, made = parts_of(SHOP)
+    [chunk] = result.chunks  # one merged chunk
+    [chunk_parts] = made.chunks
+    lines = SHOP.split("\n")
+    # The rest of the chunk (the import), the class's own lines, then each function's.
+    assert [(p.symbol, p.start_line, p.end_line) for p in chunk_parts] == [
+        (chunk.symbol, 1, 1),
+        ("Cart", 4, 5),
+        ("Cart.add", 7, 8),
+        ("Cart.total", 10, 11),
+        ("checkout", 14, 15),
+    ]
+    held = [n for p in chunk_parts for n in range(p.start_line, p.end_line + 1)
+            if lines[n - 1].strip() and n in _numbers(p, lines)]  # fmt: skip
+    said = [n for n in range(chunk.start_line, chunk.end_line + 1) if lines[n - 1].strip()]
+    assert sorted(held) == said  # every line with something on it, once
+    by_name = dict(zip([d.symbol for d in lone], made.definitions, strict=True))
+    # The class is its own lines and its methods'; a method is its own lines, exactly the
+    # text it has with whole texts, so the same key and the same vector.
+    assert [p.symbol for p in by_name["Cart"]] == ["Cart", "Cart.add", "Cart.total"]
+    for name in ("Cart.add", "Cart.total", "checkout"):
+        [part] = by_name[name]
+        [own] = [d for d in lone if d.symbol == name]
+        assert part == own and parts_hash(by_name[name]) == content_hash(own)
+    keys = file_keys("parts", result.chunks, lone, result.text)
+    assert keys.parts[keys.chunks[0]] == chunk_parts
+    assert len(set(keys.chunks + keys.definitions)) == 5
+    # With whole texts every key is the item's own.
+    whole = file_keys("whole", result.chunks, lone, result.text)
+    assert whole.chunks == (content_hash(chunk),) and not whole.parts
+
+
+def _numbers(part: Chunk, lines: list[str]) -> set[int]:
+    """The line numbers whose text the part holds (its lines need not be consecutive)."""
+    texts = part.content.split("\n")
+    return {n for n in range(part.start_line, part.end_line + 1) if lines[n - 1] in texts}
+
+
+def test_overlapping_windows_are_read_once() -> None:
+    # A language with no grammar is cut into windows that overlap: the second window's part
+    # starts after the first window's last line.
+    source = "\n".join(f"step {i}: turn the valve number {i} clockwise" for i in range(1, 121))
+    config = ChunkerConfig(window_lines=60, window_overlap=10)
+    result, lone, made = parts_of(source, "notes.txt", config)
+    assert not lone and len(result.chunks) >= 2
+    first, second = result.chunks[:2]
+    assert second.start_line <= first.end_line  # they overlap
+    assert made.chunks[0] == (first,)
+    [part] = made.chunks[1]
+    assert part.start_line == first.end_line + 1 and part.end_line == second.end_line
+    assert part.content == "\n".join(source.split("\n")[first.end_line : second.end_line])
+
+
+def test_a_chunk_of_a_long_line_is_its_own_part() -> None:
+    # Character windows of a minified line are not its lines: each is read as it is.
+    source = "var a=" + ",".join(f"x{i}:{i}" for i in range(3000)) + ";\n"
+    result, _, made = parts_of(source, "app.min.js")
+    assert len(result.chunks) > 1
+    assert [parts for parts in made.chunks] == [(c,) for c in result.chunks]
+
+
+@pytest.fixture
+def tree(tmp_path: Path) -> Path:
+    root = tmp_path / "shop"
+    root.mkdir()
+    (root / "cart.py").write_text(SHOP)
+    (root / "notes.txt").write_text(
+        "\n".join(f"step {i}: turn the valve number {i} clockwise" for i in range(1, 151))
+    )
+    return root
+
+
+@pytest.fixture
+def project(tree: Path, project_name: str) -> Project:
+    return Project(project_name, (Root(tree, "shop"),))
+
+
+@pytest.fixture
+def others(conn: Conn) -> Any:
+    """Names for more projects than the test's own, each dropped afterwards."""
+    made: list[str] = []
+
+    def name(base: str, suffix: str) -> str:
+        made.append(f"{base}_{suffix}")
+        return made[-1]
+
+    yield name
+    conn.rollback()
+    for name_made in made:
+        if store.project_exists(conn, Schema(name_made)):
+            store.drop_project(conn, Schema(name_made))
+    conn.commit()
+
+
+def embedder_for(standin: OllamaStandin, mode: str) -> Any:
+    return make_embedder("ollama", "nomic-embed-text:v1.5", standin.url, chunk_vectors=mode)
+
+
+def unit(v: np.ndarray) -> np.ndarray:
+    return np.asarray(v / np.linalg.norm(v), dtype=np.float32)
+
+
+def test_a_sweep_reads_each_line_once_and_averages_a_chunks_parts(
+    database: Database,
+    conn: Conn,
+    project: Project,
+    ollama_standin: OllamaStandin,
+    others: Any,
+) -> None:
+    embedder = embedder_for(ollama_standin, "parts")
+    report = sweep_project(database, project, embedder, SweepOptions(defer_vectors=False))
+    assert report.outcome == "ok"
+    _, lone, made = parts_of(SHOP)
+    # Five parts for the file's chunk and its four definitions: no line read twice.
+    read = [t for batch in ollama_standin.batches for t in batch if "File: cart.py" in t]
+    assert len(read) == 5
+    rows = stored(conn, project.name, "cart.py")
+    parts = made.chunks[0]
+    texts = [embedding_text(p, "cart.py") for p in parts]
+    vectors = np.asarray(embedder.embed_documents(texts).vectors, dtype=np.float32)
+    weights = np.asarray([len(p.content) for p in parts], dtype=np.float32)
+    key, vector = rows["c0"]
+    assert key == parts_hash(parts)
+    assert vector is not None
+    assert np.allclose(vector, unit((vectors * weights[:, None]).sum(axis=0)), atol=1e-5)
+    # A method's vector is its own text's, as with whole texts.
+    [own] = [d for d in lone if d.symbol == "Cart.add"]
+    [expected] = embedder.embed_documents([embedding_text(own, "cart.py")]).vectors
+    add = rows["Cart.add"][1]
+    assert add is not None and np.allclose(add, expected, atol=1e-6)
+    # The tokens embedded are fewer than with whole texts, for the same files.
+    whole = Project(others(project.name, "whole"), project.roots)
+    whole_report = sweep_project(
+        database, whole, embedder_for(ollama_standin, "whole"), SweepOptions()
+    )
+    assert report.tokens_embedded < whole_report.tokens_embedded
+
+
+def test_rows_first_and_a_model_free_index_taken_up_give_the_sweeps_vectors(
+    database: Database,
+    conn: Conn,
+    project: Project,
+    project_name: str,
+    ollama_standin: OllamaStandin,
+    others: Any,
+) -> None:
+    embedder = embedder_for(ollama_standin, "parts")
+    sweep_project(database, project, embedder, SweepOptions(defer_vectors=False))
+    inline = {p: stored(conn, project.name, p) for p in ("cart.py", "notes.txt")}
+    # Rows first, the vectors after them, in another project over the same tree.
+    later = Project(others(project_name, "later"), project.roots)
+    sweep_project(database, later, embedder, SweepOptions(defer_vectors=True))
+    assert embed_pending(database, later, embedder).outcome == "ok"
+    # Written with no model (keys of whole texts), then taken up by this one.
+    adopted = Project(others(project_name, "adopted"), project.roots)
+    sweep_project(database, adopted, None, SweepOptions())
+    before = stored(conn, adopted.name, "cart.py")
+    assert before["c0"][0] != inline["cart.py"]["c0"][0]  # keyed for its whole text
+    assert embed_pending(database, adopted, embedder).outcome == "ok"
+    for other in (later, adopted):
+        for path, rows in inline.items():
+            found = stored(conn, other.name, path)
+            assert found.keys() == rows.keys()
+            for name, (key, vector) in rows.items():
+                assert found[name][0] == key, (other.name, name)
+                assert vector is not None and found[name][1] is not None
+                assert np.allclose(found[name][1], vector, atol=1e-5), (other.name, name)
+
+
+def test_the_setting_is_part_of_the_index_identity(
+    database: Database, conn: Conn, project: Project, ollama_standin: OllamaStandin
+) -> None:
+    whole = embedder_for(ollama_standin, "whole").identity
+    parts = embedder_for(ollama_standin, "parts").identity
+    assert whole.index_key != parts.index_key and whole.cache_key != parts.cache_key
+    assert EmbeddingModel.from_dict(parts.to_dict()) == parts
+    assert "chunk_vectors" not in whole.to_dict()  # an index from before keeps its key
+    assert "chunk_vectors = parts" in parts.describe()
+    with pytest.raises(InvalidArgument, match="chunk_vectors"):
+        EmbeddingModel.from_dict({**parts.to_dict(), "chunk_vectors": "halves"})
+    with pytest.raises(InvalidArgument, match="each line read once"):
+        embedder_for(ollama_standin, "halves")
+    # Vectors cut the other way are refused, and a worker is told the setting to use.
+    sweep_project(database, project, embedder_for(ollama_standin, "parts"), SweepOptions())
+    report = embed_pending(database, project, embedder_for(ollama_standin, "whole"), adopt=False)
+    assert report.outcome == "failed" and "another model" in (report.error or "")
+    assert "chunk_vectors = parts" in refusal(project.name, parts, whole)
