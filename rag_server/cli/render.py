@@ -207,7 +207,9 @@ def format_status(status: dict[str, Any]) -> list[str]:
     elif model:
         model_text = f"{model['provider']} {model['model']} ({model['dimension']}-d"
         cut = model.get("document_tokens")
-        model_text += f", first {cut} tokens of each text)" if cut else ")"
+        model_text += f", first {cut} tokens of each text" if cut else ""
+        parts = model.get("chunk_vectors")
+        model_text += f", chunk_vectors = {parts})" if parts else ")"
     else:
         model_text = "none yet"
     lines.append(
