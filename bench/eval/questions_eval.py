@@ -31,6 +31,7 @@ from bench.eval.compare import (
     system_table,
 )
 from bench.eval.index import (
+    chunker_config,
     ensure_index,
     model_suffix,
     open_database,
@@ -40,12 +41,14 @@ from bench.eval.index import (
     whole_texts,
 )
 from bench.eval.questions import Question, ensure_valid
+from bench.eval.whole_pass import ensure_index as ensure_pass_index
 from indexer.embed import (
     Embedder,
     make_embedder,
 )
 from indexer.project import Project, Root
 from indexer.search.fusion import DEFAULT_RANKING, Ranking
+from indexer.sweep import SweepOptions
 
 
 def project_for(
@@ -84,9 +87,12 @@ def run(
     deep: list[dict[str, Any]] | None = None,
     projects: int = 1,
     rows_first: bool = False,
+    whole_pass: str | None = None,
 ) -> None:
     """Index (or reuse), then print the system table, per language and per kind of question;
-    with `projects` > 1, the libraries indexed as that many projects searched as one group."""
+    with `projects` > 1, the libraries indexed as that many projects searched as one group;
+    with `whole_pass` (a variant of `whole_pass.PASS_CHOICES`), an index of its own whose
+    vectors are pooled from one pass of the model over each file."""
     questions = ensure_valid(cache=cache)
     libs, digest = sources.ensure_corpus(cache)
     root, _ = prepare_dirs(cache)
@@ -94,7 +100,19 @@ def run(
     db = open_database(cache)
     try:
         project = project_for(libs, root, "chunker", chunk_chars, model)
-        manifest = ensure_index(db, project, model, digest, "chunker", chunk_chars, cache)
+        if whole_pass:
+            project, manifest = ensure_pass_index(
+                db,
+                project,
+                model,
+                digest,
+                cache,
+                variant=whole_pass,
+                options=SweepOptions(chunker=chunker_config(chunk_chars)),
+                describe={"embedding_text": "chunker", "chunk_chars": chunk_chars},
+            )
+        else:
+            manifest = ensure_index(db, project, model, digest, "chunker", chunk_chars, cache)
         searched = split_projects(db, project, projects)
         for part in searched if len(searched) > 1 else ():
             ensure_index(db, part, model, digest, "chunker", chunk_chars, cache)
@@ -115,6 +133,7 @@ def run(
             f"{model.identity.describe()}"
             + (f"; searched as a group of {len(searched)} projects" if len(searched) > 1 else "")
             + ("; the index built rows first, vectors after" if rows_first else "")
+            + (f"; vectors from one pass per file ({whole_pass})" if whole_pass else "")
         )
         cached = CachedQueries(model.identity, vectors)
         results = evaluate(db, searched, cached, plain, golds, ranking, ef_search, deep)

@@ -17,6 +17,7 @@ vectors are embedded once and cached, so latencies are the search's own).
     .venv/bin/python -m bench.eval.run --eval docstring --tune       # re-tune fusion
     .venv/bin/python -m bench.eval.run --eval docstring --ablations  # what each choice gains
     .venv/bin/python -m bench.eval.run --eval docstring --header none  # no header in embeddings
+    .venv/bin/python -m bench.eval.run --whole-pass      # vectors pooled from a pass per file
 
 A first run embeds ~2,400 + ~1,200 chunks and ~3,300 + ~1,300 baseline windows: about an hour
 on 2 busy cores; later runs reuse every vector and take a few minutes.
@@ -51,6 +52,7 @@ from bench.eval.index import (
     CACHE,
     EMBEDDING_TEXTS,
     REPO_LABEL,
+    chunker_config,
     ensure_index,
     open_database,
     prepare_dirs,
@@ -60,6 +62,8 @@ from bench.eval.index import (
     whole_texts,
     with_definition_terms,
 )
+from bench.eval.whole_pass import PASS_CHOICES, PASS_HEADER
+from bench.eval.whole_pass import ensure_index as ensure_pass_index
 from indexer.db import Schema
 from indexer.embed import (
     CHUNK_VECTORS,
@@ -80,6 +84,7 @@ from indexer.search.fusion import (
     shortlist,
 )
 from indexer.search.roles import PathRoles
+from indexer.sweep import SweepOptions
 
 TOP_K = 10
 ROLES = PathRoles()  # the corpus is one project without globs of its own
@@ -270,7 +275,27 @@ def main(argv: Sequence[str] | None = None) -> None:
         metavar="KEY=VALUE,...",
         help="the product's ranking with these fields changed (a lever measured before it ships)",
     )
+    ap.add_argument(
+        "--whole-pass",
+        nargs="?",
+        const=PASS_HEADER,
+        choices=PASS_CHOICES,
+        default=None,
+        help="search an index whose vectors are pooled from one pass of the model over each "
+        "file (bench/eval/whole_pass.py), in a project of its own; bare: no header in the pass",
+    )
     args = ap.parse_args(argv)
+    if args.whole_pass and (
+        args.rows_first
+        or args.projects > 1
+        or args.header != "chunker"
+        or args.document_tokens
+        or args.chunk_vectors != CHUNK_VECTORS_WHOLE
+    ):
+        ap.error(
+            "--whole-pass pools every vector from one pass per file into one project: drop "
+            "--rows-first/--projects/--header/--document-tokens/--chunk-vectors"
+        )
     if args.rows_first and (args.projects > 1 or args.header != "chunker"):
         ap.error("--rows-first builds the product's index of one project: drop --projects/--header")
     if args.eval == "questions" and (args.tune or args.ablations):
@@ -301,6 +326,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             deep=deep["questions"] if keep else None,
             projects=args.projects,
             rows_first=args.rows_first,
+            whole_pass=args.whole_pass,
         )
     if keep:
         args.json.write_text(json.dumps({"split": args.split, **deep}), encoding="utf-8")
@@ -333,9 +359,21 @@ def docstring_eval(
     db = open_database(args.cache)
     try:
         project = project_for(corpus, args.header, args.chunk_chars, model)
-        manifest = ensure_index(
-            db, project, model, digest, args.header, args.chunk_chars, args.cache
-        )
+        if args.whole_pass:
+            project, manifest = ensure_pass_index(
+                db,
+                project,
+                model,
+                digest,
+                args.cache,
+                variant=args.whole_pass,
+                options=SweepOptions(chunker=chunker_config(args.chunk_chars)),
+                describe={"embedding_text": args.header, "chunk_chars": args.chunk_chars},
+            )
+        else:
+            manifest = ensure_index(
+                db, project, model, digest, args.header, args.chunk_chars, args.cache
+            )
         searched = split_projects(db, project, args.projects)
         for part in searched if len(searched) > 1 else ():
             ensure_index(db, part, model, digest, args.header, args.chunk_chars, args.cache)
@@ -365,6 +403,7 @@ def docstring_eval(
             f"query embedding median {embed_ms:.0f} ms (not in the latencies below)"
             + (f"; searched as a group of {len(searched)} projects" if len(searched) > 1 else "")
             + ("; the index built rows first, vectors after" if args.rows_first else "")
+            + (f"; vectors from one pass per file ({args.whole_pass})" if args.whole_pass else "")
         )
         ranking = args.ranking
         with db.connection() as conn:

@@ -21,6 +21,7 @@ term statistics are per project, so neither part's figures depend on the other's
     .venv/bin/python -m bench.eval.files.run --split tune --json bench/.cache/files/tune.json
     .venv/bin/python -m bench.eval.files.run --split unseen         # after a lever is chosen
     .venv/bin/python -m bench.eval.files.model_free                # no model at all
+    .venv/bin/python -m bench.eval.files.run --whole-pass  # vectors pooled from a pass per file
 
 A first run embeds every chunk of the corpus and every baseline window (tens of minutes on a
 few cores); later runs reuse the index, the window vectors and the query vectors.
@@ -48,6 +49,8 @@ from bench.eval.files.index import ensure_index, open_index, project_for
 from bench.eval.files.product import Project, indexed_files, local_embedder, search_code
 from bench.eval.files.questions import Question
 from bench.eval.files.score import K, QueryScore, Summary, rank_files, score
+from bench.eval.whole_pass import PASS_CHOICES, PASS_HEADER
+from bench.eval.whole_pass import ensure_index as ensure_pass_index
 
 # Each code-rag system: its mode, and whether it asks for one hit per file (the default).
 CODE_RAG = {
@@ -207,7 +210,13 @@ def run(
     log: Callable[[str], None] = print,
     document_tokens: int = 0,
     chunk_vectors: str = "whole",
+    whole_pass: str | None = None,
 ) -> dict[str, list[QueryScore]]:
+    """The eval as `main` runs it; with `whole_pass` (a variant of `whole_pass.PASS_CHOICES`),
+    of an index of its own whose vectors are pooled from one pass of the model over each
+    file (bench/eval/whole_pass.py)."""
+    if whole_pass and (document_tokens or chunk_vectors != "whole"):
+        raise SystemExit("a whole pass reads whole files: drop document_tokens/chunk_vectors")
     questions, whole = questions_module.ensure_valid(cache, folder, lenient)
     unseen = split == UNSEEN
     chosen = [q for q in questions if (q.split == UNSEEN) == unseen and split in ("all", q.split)]
@@ -222,7 +231,18 @@ def run(
     try:
         part = UNSEEN if unseen else ""
         project = project_for(corpus, model_dir, part, document_tokens, chunk_vectors)
-        manifest = ensure_index(db, project, indexing, corpus, cache)
+        if whole_pass:
+            project, manifest = ensure_pass_index(
+                db,
+                project,
+                model,
+                corpus.digest,
+                cache,
+                variant=whole_pass,
+                describe={"libraries": len(corpus.libraries)},
+            )
+        else:
+            manifest = ensure_index(db, project, indexing, corpus, cache)
         plain = baselines(model, corpus, {q.repo for q in chosen}, cache)
         absent = missing_targets(db, project, chosen)
         started = time.perf_counter()
@@ -245,6 +265,7 @@ def run(
             f"{sum(q.split == 'test' for q in questions)} test, "
             f"{sum(q.split == UNSEEN for q in questions)} {UNSEEN}); model "
             f"{model.identity.describe()}; asked in {time.perf_counter() - started:.0f} s"
+            + (f"; vectors from one pass per file ({whole_pass})" if whole_pass else "")
         )
         if absent:
             shown = ", ".join(absent[:10]) + (" ..." if len(absent) > 10 else "")
@@ -367,9 +388,20 @@ def parser(description: str) -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> None:
     ap = parser(__doc__.split("\n\n")[0])
+    ap.add_argument(
+        "--whole-pass",
+        nargs="?",
+        const=PASS_HEADER,
+        choices=PASS_CHOICES,
+        default=None,
+        help="ask an index whose vectors are pooled from one pass of the model over each file "
+        "(bench/eval/whole_pass.py), in a project of its own; bare: no header in the pass",
+    )
     args = ap.parse_args(argv)
     if not K <= args.depth <= 50:
         ap.error(f"--depth must be from {K} to 50")
+    if args.whole_pass and (args.document_tokens or args.chunk_vectors != "whole"):
+        ap.error("--whole-pass reads whole files: drop --document-tokens/--chunk-vectors")
     run(
         args.split,
         args.limit,
@@ -381,6 +413,7 @@ def main(argv: list[str] | None = None) -> None:
         args.lenient,
         document_tokens=args.document_tokens,
         chunk_vectors=args.chunk_vectors,
+        whole_pass=args.whole_pass,
     )
 
 
