@@ -31,7 +31,7 @@ from typing import Any
 
 from indexer.clock import iso, now
 from indexer.db import Database, PendingCounts, Schema, lookup, store
-from indexer.embed import Embedder
+from indexer.embed import Embedder, EmbeddingModel, needs_reembed
 from indexer.errors import ProjectNotFound, RagError, ReadReplica, SweepRunning, SweepStopped
 from indexer.project import Project
 from indexer.search import QueryVectorCache, TermStatsCache
@@ -559,15 +559,32 @@ class Service:
         return warmed
 
     def unfinished(self, name: str) -> bool:
-        """True when the project has no schema yet, or its last sweep did not end (never
-        swept, killed, stopped, failed): a start sweeps it at once, and a first index cut
-        short goes on from where it stopped instead of waiting for the schedule."""
+        """True when the project has no schema yet, its last sweep did not end (never swept,
+        killed, stopped, failed), or its vectors are another model's than this server's (an
+        upgrade that changed the bundled model, a changed [embedding]): a start sweeps it at
+        once, so a first index cut short goes on from where it stopped, and an index of
+        another model is embedded again with its progress shown, instead of waiting for the
+        schedule while searches ask for a rescan."""
         with self.db.reading(f"reading the index of {name}") as conn:
             schema = Schema(name)
             if not store.project_exists(conn, schema):
                 return True
             last = store.last_sweeps(conn, schema, limit=1)
-            return not last or last[0].outcome not in FINISHED
+            if not last or last[0].outcome not in FINISHED:
+                return True
+            recorded = store.get_meta(conn, schema, "embedding")
+        return recorded is not None and self._other_model(recorded)
+
+    def _other_model(self, recorded: dict[str, Any]) -> bool:
+        """Whether an index recorded as made by `recorded` must be embedded again by this
+        server's model (not when the model cannot be asked now: the sweep will say why)."""
+        if self.embedder is None:
+            return False  # model-free: the kept vectors wait, unused, for their model
+        try:
+            return needs_reembed(EmbeddingModel.from_dict(recorded), self.embedder.identity)
+        except RagError as exc:
+            log.warning("cannot tell which model this server's embedder is: %s", exc.message)
+            return False
 
     def index_status(self, name: str) -> ProjectStatus:
         """What the database knows of one project (see `indexer.status`)."""

@@ -186,3 +186,34 @@ def test_startup_goes_on_with_a_sweep_that_did_not_end_and_not_with_one_that_did
             status = call(served, project.name, "index_status", {})
             assert status["last_run"] is None  # nothing to go on with: the schedule's turn
             assert status["last_sweep"]["outcome"] == "ok"
+
+
+def test_startup_embeds_again_an_index_of_another_model(
+    work_dir: Path, ollama_standin: OllamaStandin, database: Database
+) -> None:
+    # What an upgrade that changes the model leaves: an index whose last sweep ended, recorded
+    # as another model's. A start sweeps it at once (not one interval later, with searches
+    # asking for a rescan meanwhile), says why, and shows the vectors' progress.
+    from indexer.db import Schema, store
+
+    project = make_project(unique_name("old"), work_dir / "old", SHOP_FILES, label="shop")
+    index(database, project, ollama_standin)
+    with database.connection() as conn:
+        schema = Schema(project.name)
+        recorded = store.get_meta(conn, schema, "embedding")
+        store.set_meta(conn, schema, "embedding", {**recorded, "model": "nomic-embed-text:v1"})
+        conn.commit()
+    for served in serve(work_dir, {project.name: project}, ollama_standin, database, schedule=True):
+
+        def embedded(served: Served = served) -> dict[str, Any] | None:
+            status = call(served, project.name, "index_status", {})
+            done = status["last_run"] and status["vectors_ready"] == 1.0
+            return status if done else None
+
+        status = wait_for(embedded, what="the start-up sweep and its vectors")
+        assert status["last_run"]["trigger"] == "startup"
+        assert status["last_run"]["outcome"] == "ok"
+        assert any("re-embedding every chunk" in w for w in status["last_sweep"]["warnings"])
+        assert status["embedding"]["model"] == "nomic-embed-text:v1.5"
+        hits = call(served, project.name, "search_code", {"query": "retry_with_backoff"})["hits"]
+        assert "net/retry.py" in [hit["path"] for hit in hits]
