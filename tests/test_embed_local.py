@@ -26,7 +26,7 @@ from indexer.embed.model_dir import (
 from indexer.errors import InvalidArgument, ModelNotFound
 
 ROOT = Path(__file__).resolve().parent.parent
-BUNDLED_NAME = "code-minilm-l6-v2-int8"
+BUNDLED_NAME = "code-minilm-l6-v2-r2-int8"
 BASE_NAME = "all-MiniLM-L6-v2-int8"
 
 SNIPPETS = {
@@ -68,8 +68,9 @@ def local() -> LocalEmbedder:
 
 def test_identity_of_the_shipped_model(local: LocalEmbedder) -> None:
     # The default's name differs from every earlier default ("all-MiniLM-L6-v2" of the torch
-    # embedder, "all-MiniLM-L6-v2-int8"): an index they built is re-embedded after the upgrade,
-    # never mixed with these vectors.
+    # embedder, "all-MiniLM-L6-v2-int8", "code-minilm-l6-v2-int8" trained on the earlier
+    # corpus): an index they built is re-embedded after the upgrade, never mixed with these
+    # vectors.
     assert local.identity == EmbeddingModel("local", BUNDLED_NAME, 384, "", "")
     assert local.max_seq_length == 256
     assert LocalEmbedder(DEFAULT_LOCAL_MODEL).path == local.path == bundled_model_dir()
@@ -86,13 +87,17 @@ def test_shipped_models_are_complete_and_documented() -> None:
     readme = (base / "README.md").read_text(encoding="utf-8")
     assert "./bld model export all-MiniLM-L6-v2" in readme and "53aa5117" in readme
     # The default is the tuned model: its manifest, its training record and its card agree
-    # on the weights it was exported from, and name the base model and the licence.
+    # on the weights it was exported from, and name the base model and the licence. It was
+    # trained on the clean corpus (no library reserved for evaluation): the record names its
+    # pairs and the card the corpus digest.
     tuned = bundled_model_dir()
     weights = read_manifest(tuned).source["weights_sha256"]
     record = json.loads((tuned / "training.json").read_text(encoding="utf-8"))
     assert record["weights_sha256"] == weights and record["base_sha256"].startswith("53aa5117")
+    assert record["pairs_sha256"].startswith("d9f71fa16addf868")
     card = (ROOT / "docs" / "model-card.md").read_text(encoding="utf-8")
     assert weights[:16] in card and "all-MiniLM-L6-v2" in card and "Apache" in card
+    assert "36fe729c82c6d02c" in card and "d9f71fa16addf868" in card
     assert "bench.train.train" in (tuned / "README.md").read_text(encoding="utf-8")
     for directory in (base, tuned):
         assert "Apache License" in (directory / "LICENSE").read_text(encoding="utf-8")

@@ -85,7 +85,7 @@ def test_commands_never_import_torch_and_load_the_model_only_to_embed(
         assert not loaded, (args, loaded)
     shown, _ = cli(tmp_path, "status", "shop", "--json")
     status = json.loads(shown.stdout[: shown.stdout.rindex("LOADED:")])["projects"][0]
-    assert "code-minilm-l6-v2-int8" in json.dumps(status)
+    assert "code-minilm-l6-v2-r2-int8" in json.dumps(status)
 
 
 def real_chunks(limit: int) -> list[str]:

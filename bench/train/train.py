@@ -17,7 +17,7 @@ curve, the probes and the time taken.
     .venv/bin/python -m bench.train.train --out bench/.cache/train/model --device cuda \
         --threads 8 --probe bench/.cache/train/probe.json
     ./bld model export bench/.cache/train/model bench/.cache/train/model-int8 --int8 \
-        --name code-minilm-l6-v2-int8
+        --name code-minilm-l6-v2-r2-int8
 
 A long run on CPU can be cut: the run's state (weights, optimiser, schedule, random
 generator, loss curve, probes) is saved every `--checkpoint-every` steps beside `--out`
@@ -26,7 +26,8 @@ run straight through (`--stop-after N` stops after step N on purpose). A state s
 other arguments is refused.
 
 The defaults are the recipe of the shipped model (indexer/embed/models/code-minilm-l6-v2, whose
-`training.json` is that run's record): batch 64, three epochs, lr 2e-5, code cut at 256 tokens.
+`training.json` is that run's record, `--seed 15` on CPU): batch 64, three epochs, lr 2e-5,
+code cut at 256 tokens.
 
 Needs torch and transformers (the `export` extra has both), and nothing else of the product's
 dependencies, so it runs on a machine that has only those.
