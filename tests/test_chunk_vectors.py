@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 import psycopg
 import pytest
+from cart_source import CART
 from ollama_standin import OllamaStandin, ollama_standin
 from psycopg import sql as pgsql
 
@@ -36,22 +37,6 @@ __all__ = ["ollama_standin"]
 
 Conn = psycopg.Connection[Any]
 
-SHOP = '''import decimal
-
-
-class Cart:
-    """Items a customer is about to buy."""
-
-    def add(self, item):
-        self.items.append(item)
-
-    def total(self):
-        return sum(i.price for i in self.items)
-
-
-def checkout(cart):
-    return cart.total()
-'''
 
 VECTORS = """
 SELECT 'c' || c.ordinal, c.content_sha256, c.embedding
@@ -81,10 +66,10 @@ def parts_of(source: str, path: str = "cart.py", config: ChunkerConfig | None = 
 
 
 def test_parts_hold_each_line_that_says_something_once() -> None:
-    result, lone, made = parts_of(SHOP)
+    result, lone, made = parts_of(CART)
     [chunk] = result.chunks  # one merged chunk
     [chunk_parts] = made.chunks
-    lines = SHOP.split("\n")
+    lines = CART.split("\n")
     # The rest of the chunk (the import), the class's own lines, then each function's.
     assert [(p.symbol, p.start_line, p.end_line) for p in chunk_parts] == [
         (chunk.symbol, 1, 1),
@@ -146,7 +131,7 @@ def test_a_chunk_of_a_long_line_is_its_own_part() -> None:
 def tree(tmp_path: Path) -> Path:
     root = tmp_path / "shop"
     root.mkdir()
-    (root / "cart.py").write_text(SHOP)
+    (root / "cart.py").write_text(CART)
     (root / "notes.txt").write_text(
         "\n".join(f"step {i}: turn the valve number {i} clockwise" for i in range(1, 151))
     )
@@ -193,7 +178,7 @@ def test_a_sweep_reads_each_line_once_and_averages_a_chunks_parts(
     embedder = embedder_for(ollama_standin, "parts")
     report = sweep_project(database, project, embedder, SweepOptions(defer_vectors=False))
     assert report.outcome == "ok"
-    _, lone, made = parts_of(SHOP)
+    _, lone, made = parts_of(CART)
     # Five parts for the file's chunk and its four definitions: no line read twice.
     read = [t for batch in ollama_standin.batches for t in batch if "File: cart.py" in t]
     assert len(read) == 5

@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 import psycopg
 import pytest
+from cart_source import CART
 from fixed_vectors import DIM, FixedEmbedder
 from ollama_standin import OllamaStandin, ollama_standin
 from psycopg import sql as pgsql
@@ -29,22 +30,6 @@ __all__ = ["ollama_standin"]
 
 Conn = psycopg.Connection[Any]
 
-SHOP = '''import decimal
-
-
-class Cart:
-    """Items a customer is about to buy."""
-
-    def add(self, item):
-        self.items.append(item)
-
-    def total(self):
-        return sum(i.price for i in self.items)
-
-
-def checkout(cart):
-    return cart.total()
-'''
 
 SYMBOL_VECTORS = """
 SELECT s.qualified_name, s.content_sha256, s.embedding
@@ -70,7 +55,7 @@ def read(conn: Conn, project: str, query: str, path: str) -> list[tuple[Any, ...
 def tree(tmp_path: Path) -> Path:
     root = tmp_path / "shop"
     root.mkdir()
-    (root / "cart.py").write_text(SHOP)
+    (root / "cart.py").write_text(CART)
     return root
 
 
@@ -91,7 +76,7 @@ def test_each_definition_without_a_chunk_of_its_own_is_embedded_alone(
 ) -> None:
     report = sweep_project(database, project, embedder, SweepOptions())
     assert report.outcome == "ok"
-    result = chunk_file("cart.py", SHOP.encode())
+    result = chunk_file("cart.py", CART.encode())
     lone = {chunk.symbol: chunk for _, chunk in lone_definitions(result)}
     assert set(lone) == {"Cart", "Cart.add", "Cart.total", "checkout"}  # one merged chunk
     assert (report.chunks_embedded, report.definitions_embedded) == (len(result.chunks), 4)
@@ -126,7 +111,7 @@ def test_definition_vectors_come_from_the_cache(
     assert sum(vector is not None for _, _, vector in stored) == 4
     # A new method is the only thing embedded, with the chunk that now holds it.
     (tree / "basket.py").write_text(
-        SHOP.replace("def total", "def clear(self):\n        pass\n\n    def total")
+        CART.replace("def total", "def clear(self):\n        pass\n\n    def total")
     )
     ollama_standin.reset_counters()
     report = sweep_project(database, project, embedder, SweepOptions())
@@ -144,7 +129,7 @@ def test_a_refused_definition_fails_its_file_and_keeps_what_was_indexed(
 ) -> None:
     sweep_project(database, project, embedder, SweepOptions())
     before = read(conn, project.name, CHUNK_CONTENT, "cart.py")
-    (tree / "cart.py").write_text(SHOP.replace("append(item)", "insert(0, item)"))
+    (tree / "cart.py").write_text(CART.replace("append(item)", "insert(0, item)"))
     # Only the definition's own text names it so (the chunk's header names Cart).
     ollama_standin.poison = {"Symbol: Cart.add (method)"}
     report = sweep_project(database, project, embedder, SweepOptions())

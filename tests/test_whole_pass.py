@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 import psycopg
 import pytest
+from cart_source import CART
 
 from bench.eval.whole_pass import (
     PASS_BARE,
@@ -41,22 +42,6 @@ LONG = "\n".join(
     for i in range(24)
 )
 
-CART = '''import decimal
-
-
-class Cart:
-    """Items a customer is about to buy."""
-
-    def add(self, item):
-        self.items.append(item)
-
-    def total(self):
-        return sum(i.price for i in self.items)
-
-
-def checkout(cart):
-    return cart.total()
-'''
 GEOMETRY = '''import math
 
 
