@@ -253,3 +253,35 @@ def test_the_setting_is_part_of_the_index_identity(
     report = embed_pending(database, project, embedder_for(ollama_standin, "whole"), adopt=False)
     assert report.outcome == "failed" and "another model" in (report.error or "")
     assert "chunk_vectors = parts" in refusal(project.name, parts, whole)
+
+
+def test_a_changed_method_is_read_again_alone_and_its_chunk_mean_made_of_stored_parts(
+    database: Database,
+    conn: Conn,
+    project: Project,
+    tree: Path,
+    ollama_standin: OllamaStandin,
+) -> None:
+    """The parts a file keeps when one of its methods changes come from the index (as the
+    database returns them), so only the changed part goes through the model, both in the
+    sweep and in the vectors that follow the rows."""
+    embedder = embedder_for(ollama_standin, "parts")
+    sweep_project(database, project, embedder, SweepOptions(defer_vectors=False))
+    for n, defer in enumerate((False, True), start=1):
+        source = CART.replace("self.items.append(item)", f"self.items.insert({n}, item)")
+        (tree / "cart.py").write_text(source)
+        ollama_standin.batches.clear()
+        report = sweep_project(database, project, embedder, SweepOptions(defer_vectors=defer))
+        assert report.outcome == "ok", report.error
+        if defer:
+            assert embed_pending(database, project, embedder).outcome == "ok"
+        read = [t for batch in ollama_standin.batches for t in batch if "File: cart.py" in t]
+        assert len(read) == 1 and f"insert({n}, item)" in read[0]
+        _, _, made = parts_of(source)
+        parts = made.chunks[0]
+        texts = [embedding_text(p, "cart.py") for p in parts]
+        vectors = np.asarray(embedder.embed_documents(texts).vectors, dtype=np.float32)
+        weights = np.asarray([len(p.content) for p in parts], dtype=np.float32)
+        key, vector = stored(conn, project.name, "cart.py")["c0"]
+        assert key == parts_hash(parts) and vector is not None
+        assert np.allclose(vector, unit((vectors * weights[:, None]).sum(axis=0)), atol=1e-5)

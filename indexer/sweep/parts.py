@@ -40,18 +40,20 @@ def parts_hash(parts: Sequence[Chunk]) -> str:
 
 
 def compose(parts: Sequence[Chunk], vectors: Mapping[str, Any]) -> Any | None:
-    """The vector of `parts` from their vectors in `vectors` (by `content_hash`): the single
-    part's, else their mean weighted by the parts' lengths, normalised; None while a part's
-    vector is missing."""
+    """The vector of `parts` from their vectors in `vectors` (by `content_hash`; as the model
+    gives them, or as the database returns those stored): the single part's, else their mean
+    weighted by the parts' lengths, normalised; None while a part's vector is missing."""
     import numpy as np
+    from pgvector import Vector
 
     found = [vectors.get(content_hash(p)) for p in parts]
     if any(v is None for v in found):
         return None
     if len(found) == 1:
         return found[0]
+    arrays = [v.to_numpy() if isinstance(v, Vector) else v for v in found]
     weights = np.asarray([len(p.content) for p in parts], dtype=np.float32)
-    mean = (np.asarray(found, dtype=np.float32) * weights[:, None]).sum(axis=0)
+    mean = (np.asarray(arrays, dtype=np.float32) * weights[:, None]).sum(axis=0)
     norm = float(np.linalg.norm(mean))
     return (mean / norm if norm > 0 else mean).astype(np.float32)
 
