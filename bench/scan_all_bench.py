@@ -20,12 +20,13 @@ are in, until every vector is in, and the scan's own end (graphs built).
 `--corpus DIR` indexes each folder of DIR as a project instead (listed in name order): the
 whole first index of the file-level eval's corpus is `--corpus bench/.cache/files/corpus`. A
 `--code` of `PATH:N` runs that checkout with `[embedding] document_tokens = N`, so a cut is
-measured side by side with whole texts, and `PATH:parts` with `[embedding] chunk_vectors =
-parts` (each line read once). The embedding work each scan printed (texts and tokens
+measured side by side with whole texts, and `PATH:whole` or `PATH:parts` with `[embedding]
+chunk_vectors` set so (each chunk read whole, or each line read once: the default). The
+embedding work each scan printed (texts and tokens
 embedded, the source's tokens) is summed over the projects.
 
     .venv/bin/python -m bench.scan_all_bench --corpus bench/.cache/files/corpus --runs 1 \
-        --code ../base --code . --code .:128 --code .:parts
+        --code ../base --code . --code .:128 --code .:whole
 """
 
 from __future__ import annotations
@@ -91,7 +92,7 @@ def corpus_projects(corpus: Path) -> dict[str, Path]:
 
 def write_config(work: Path, dsn: str, roots: dict[str, Path], setting: str = "") -> Path:
     """The configuration of a variant: `setting` is "" (the defaults), a count of tokens
-    (`document_tokens`) or "parts" (`chunk_vectors`)."""
+    (`document_tokens`), or "whole" or "parts" (`chunk_vectors`)."""
     projects = {name: {"roots": [str(root)]} for name, root in roots.items()}
     (work / "rag-projects.json").write_text(json.dumps({"projects": projects}))
     config = work / f"application-{setting or 'default'}.ini"
@@ -220,7 +221,8 @@ def main() -> None:
         "--code",
         action="append",
         help="a checkout whose `scan` runs, PATH or PATH:N for [embedding] document_tokens = N "
-        "or PATH:parts for chunk_vectors = parts (repeat: alternated per run); default this one",
+        "or PATH:whole / PATH:parts for chunk_vectors (repeat: alternated per run); default this "
+        "one",
     )
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
@@ -281,11 +283,13 @@ _TOTALS = ("rows_all", "vectors_all", "wall")
 
 
 def _variant(text: str) -> tuple[Path, str]:
-    """`PATH`, `PATH:N` or `PATH:parts` (a checkout, and [embedding] document_tokens or
-    chunk_vectors)."""
+    """`PATH`, `PATH:N`, `PATH:whole` or `PATH:parts` (a checkout, and [embedding]
+    document_tokens or chunk_vectors)."""
     path, _, setting = text.partition(":")
-    if setting and not setting.isdigit() and setting != "parts":
-        raise SystemExit(f"--code {text}: the part after ':' is a count of tokens or 'parts'")
+    if setting and not setting.isdigit() and setting not in ("whole", "parts"):
+        raise SystemExit(
+            f"--code {text}: the part after ':' is a count of tokens, 'whole' or 'parts'"
+        )
     return Path(path).resolve(), setting
 
 

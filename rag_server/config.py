@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from indexer.embed import (
     CHUNK_VECTORS,
-    CHUNK_VECTORS_WHOLE,
+    DEFAULT_CHUNK_VECTORS,
     DEFAULT_OLLAMA_HOST,
     DEFAULT_PROVIDER,
     MIN_DOCUMENT_TOKENS,
@@ -86,7 +86,7 @@ class EmbeddingSettings:
     document_tokens: int = DEFAULT_DOCUMENT_TOKENS
     # whole: each chunk's text, and each definition no chunk speaks for again; parts: each
     # line read once, a chunk's vector the mean of its parts' (`indexer.sweep.parts`).
-    chunk_vectors: str = CHUNK_VECTORS_WHOLE
+    chunk_vectors: str = DEFAULT_CHUNK_VECTORS
 
     @property
     def model_free(self) -> bool:
@@ -708,8 +708,7 @@ def make_settings_embedder(settings: Settings) -> Embedder | None:
         options["threads"] = emb.threads
     if emb.document_tokens:
         options["document_tokens"] = emb.document_tokens
-    if emb.chunk_vectors != CHUNK_VECTORS_WHOLE:
-        options["chunk_vectors"] = emb.chunk_vectors
+    options["chunk_vectors"] = emb.chunk_vectors
     return make_embedder(emb.provider, emb.model or None, emb.host, **options)
 
 

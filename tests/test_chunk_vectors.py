@@ -173,7 +173,6 @@ def test_a_sweep_reads_each_line_once_and_averages_a_chunks_parts(
     conn: Conn,
     project: Project,
     ollama_standin: OllamaStandin,
-    others: Any,
 ) -> None:
     embedder = embedder_for(ollama_standin, "parts")
     report = sweep_project(database, project, embedder, SweepOptions(defer_vectors=False))
@@ -196,12 +195,13 @@ def test_a_sweep_reads_each_line_once_and_averages_a_chunks_parts(
     [expected] = embedder.embed_documents([embedding_text(own, "cart.py")]).vectors
     add = rows["Cart.add"][1]
     assert add is not None and np.allclose(add, expected, atol=1e-6)
-    # The tokens embedded are fewer than with whole texts, for the same files.
-    whole = Project(others(project.name, "whole"), project.roots)
-    whole_report = sweep_project(
-        database, whole, embedder_for(ollama_standin, "whole"), SweepOptions()
-    )
-    assert report.tokens_embedded < whole_report.tokens_embedded
+    # Fewer characters go through the model than with whole texts (each chunk and lone
+    # definition read on its own).
+    prefix = embedder.document_prefix
+    whole_texts = [
+        prefix + embedding_text(c, "cart.py") for c in (*parts_of(CART)[0].chunks, *lone)
+    ]
+    assert sum(map(len, read)) < sum(map(len, whole_texts))
 
 
 def test_rows_first_and_a_model_free_index_taken_up_give_the_sweeps_vectors(
@@ -240,7 +240,8 @@ def test_the_setting_is_part_of_the_index_identity(
 ) -> None:
     whole = embedder_for(ollama_standin, "whole").identity
     parts = embedder_for(ollama_standin, "parts").identity
-    assert whole.index_key != parts.index_key and whole.cache_key != parts.cache_key
+    # Another index, the same cache of texts' vectors (a vector of parts has a key of its own).
+    assert whole.index_key != parts.index_key and whole.cache_key == parts.cache_key
     assert EmbeddingModel.from_dict(parts.to_dict()) == parts
     assert "chunk_vectors" not in whole.to_dict()  # an index from before keeps its key
     assert "chunk_vectors = parts" in parts.describe()
@@ -285,3 +286,35 @@ def test_a_changed_method_is_read_again_alone_and_its_chunk_mean_made_of_stored_
         key, vector = stored(conn, project.name, "cart.py")["c0"]
         assert key == parts_hash(parts) and vector is not None
         assert np.allclose(vector, unit((vectors * weights[:, None]).sum(axis=0)), atol=1e-5)
+
+
+def test_an_index_read_the_other_way_finds_the_texts_both_ways_read_in_the_shared_cache(
+    database: Database,
+    conn: Conn,
+    project: Project,
+    project_name: str,
+    ollama_standin: OllamaStandin,
+    others: Any,
+) -> None:
+    """Whole texts and parts share the embedding cache: a project read whole after one read by
+    parts sends the model only the texts parts never read (a chunk's whole text, a class's
+    text with its methods), and each vector it reuses is the one the model gives."""
+    sweep_project(database, project, embedder_for(ollama_standin, "parts"), SweepOptions())
+    result, lone, made = parts_of(CART)
+    read_by_parts = {content_hash(p) for item in (*made.chunks, *made.definitions) for p in item}
+    whole_items = (*result.chunks, *lone)
+    expected = [
+        embedding_text(i, "cart.py") for i in whole_items if content_hash(i) not in read_by_parts
+    ]
+    assert 0 < len(expected) < len(whole_items)
+    ollama_standin.batches.clear()
+    whole = Project(others(project_name, "whole"), project.roots)
+    embedder = embedder_for(ollama_standin, "whole")
+    assert sweep_project(database, whole, embedder, SweepOptions()).outcome == "ok"
+    read = [t for batch in ollama_standin.batches for t in batch if "File: cart.py" in t]
+    assert sorted(read) == sorted(embedder.document_prefix + t for t in expected)
+    rows = stored(conn, whole.name, "cart.py")
+    [add] = [d for d in lone if d.symbol == "Cart.add"]
+    [vector] = embedder.embed_documents([embedding_text(add, "cart.py")]).vectors
+    found = rows["Cart.add"][1]
+    assert found is not None and np.allclose(found, vector, atol=1e-6)

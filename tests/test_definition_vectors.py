@@ -66,7 +66,11 @@ def project(tree: Path, project_name: str) -> Project:
 
 @pytest.fixture
 def embedder(ollama_standin: OllamaStandin) -> Any:
-    emb = make_embedder("ollama", "nomic-embed-text:v1.5", ollama_standin.url)
+    # Each text read whole, so a definition's vector is its own text's (each line read once,
+    # the default, composes chunks of the same texts: tests/test_chunk_vectors.py).
+    emb = make_embedder(
+        "ollama", "nomic-embed-text:v1.5", ollama_standin.url, chunk_vectors="whole"
+    )
     yield emb
     emb.close()
 

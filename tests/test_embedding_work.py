@@ -14,7 +14,7 @@ from ollama_standin import OllamaStandin, ollama_standin
 from test_sweep_bulk import FIXTURES
 
 import indexer.sweep.write
-from chunkers import chunk_file, embedding_text, lone_definitions
+from chunkers import chunk_file, embedding_text, lone_definitions, vector_parts
 from indexer.db import Database
 from indexer.embed import count_tokens, estimate_tokens, make_embedder
 from indexer.project import Project, Root
@@ -41,8 +41,9 @@ def local() -> Any:
 
 
 def expected(project: Project) -> tuple[list[str], list[str], int]:
-    """The files' texts, every distinct text a first index embeds (each chunk, each definition
-    no chunk speaks for; one text per cache key), and the chunks, as the sweep makes them."""
+    """The files' texts, every distinct text a first index embeds (each line once: each part of
+    each chunk and of each definition no chunk speaks for; one text per cache key), and the
+    chunks, as the sweep makes them."""
     sources: list[str] = []
     texts: dict[str, str] = {}
     chunks = 0
@@ -53,10 +54,11 @@ def expected(project: Project) -> tuple[list[str], list[str], int]:
             continue
         sources.append(data.decode("utf-8"))
         chunks += len(result.chunks)
-        for chunk in result.chunks:
-            texts.setdefault(content_hash(chunk), embedding_text(chunk, cand.path))
-        for _, definition in lone_definitions(result):
-            texts.setdefault(content_hash(definition), embedding_text(definition, cand.path))
+        lone = [definition for _, definition in lone_definitions(result)]
+        made = vector_parts(result.chunks, lone, result.text.split("\n"))
+        for item in (*made.chunks, *made.definitions):
+            for part in item:
+                texts.setdefault(content_hash(part), embedding_text(part, cand.path))
     return sources, list(texts.values()), chunks
 
 

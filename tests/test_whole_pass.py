@@ -182,7 +182,7 @@ def test_a_model_free_index_filled_by_the_pass_is_complete_and_searchable(
     source = sum(passer.count_tokens(text) for text in FILES.values())
     assert report.source_tokens == source
     assert source < report.tokens <= source + len(FILES) * (2 + 16)  # framing and header
-    local = make_embedder("local")
+    local = make_embedder("local", chunk_vectors="whole")  # the whole texts it pools
     assert store.get_meta(conn, schema, "embedding") == local.identity.to_dict()
     assert store.pending_counts(conn, schema).total == 0
     assert not store.vector_indexes_missing(conn, schema)
@@ -204,7 +204,7 @@ def test_the_evals_index_of_the_pass_is_its_own_project_reused_while_unchanged(
     cache = tmp_path / "cache"
     cache.mkdir()
     default = Project(project_name, (Root(root, "code"),))
-    local = make_embedder("local")
+    local = make_embedder("local", chunk_vectors="whole")  # the whole texts it pools
     bare = pass_name(project_name, PASS_BARE)
     try:
         project, manifest = ensure_index(database, default, local, "digest-1", cache)

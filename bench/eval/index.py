@@ -99,7 +99,11 @@ def whole_texts(embedder: Embedder) -> Embedder:
     identity = embedder.identity
     if not identity.document_tokens and identity.chunk_vectors == CHUNK_VECTORS_WHOLE:
         return embedder
-    return make_embedder("local", str(embedder.path))  # type: ignore[attr-defined]
+    return make_embedder(
+        "local",
+        str(embedder.path),  # type: ignore[attr-defined]
+        chunk_vectors=CHUNK_VECTORS_WHOLE,
+    )
 
 
 def chunker_config(chunk_chars: int | None) -> ChunkerConfig:

@@ -68,6 +68,7 @@ from indexer.db import Schema
 from indexer.embed import (
     CHUNK_VECTORS,
     CHUNK_VECTORS_WHOLE,
+    DEFAULT_CHUNK_VECTORS,
     Embedder,
     make_embedder,
 )
@@ -248,8 +249,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument(
         "--chunk-vectors",
         choices=CHUNK_VECTORS,
-        default=CHUNK_VECTORS_WHOLE,
-        help="[embedding] chunk_vectors: whole, or parts (each line read once)",
+        default=None,
+        help="[embedding] chunk_vectors: parts (each line read once, the default) or whole",
     )
     ap.add_argument(
         "--rows-first",
@@ -290,7 +291,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         or args.projects > 1
         or args.header != "chunker"
         or args.document_tokens
-        or args.chunk_vectors != CHUNK_VECTORS_WHOLE
+        or args.chunk_vectors is not None
     ):
         ap.error(
             "--whole-pass pools every vector from one pass per file into one project: drop "
@@ -308,7 +309,10 @@ def main(argv: Sequence[str] | None = None) -> None:
         "local",
         args.model,
         document_tokens=args.document_tokens,
-        chunk_vectors=args.chunk_vectors,
+        # A whole pass pools whole texts' vectors (keys of whole texts): its model reads them so.
+        chunk_vectors=CHUNK_VECTORS_WHOLE
+        if args.whole_pass
+        else (args.chunk_vectors or DEFAULT_CHUNK_VECTORS),
     )
     ranking = args.ranking
     deep: dict[str, list[dict[str, Any]]] = {"docstring": [], "questions": []}

@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 
 from indexer.db import Conn, Database, Schema, store
-from indexer.embed import Embedder, make_embedder
+from indexer.embed import CHUNK_VECTORS_WHOLE, Embedder, make_embedder
 from indexer.embed.local import DOCUMENTS, ModelRuntime, default_threads
 from indexer.embed.model_dir import read_manifest, resolve_model_dir
 from indexer.project import Project
@@ -289,7 +289,9 @@ def fill_project(
     started = time.perf_counter()
     schema = Schema(project_name)
     passer = WholePass(model_dir, batch_size)
-    identity = make_embedder("local", str(passer.runtime.path)).identity
+    identity = make_embedder(
+        "local", str(passer.runtime.path), chunk_vectors=CHUNK_VECTORS_WHOLE
+    ).identity
     chunks = definitions = unpooled = tokens = source_tokens = passed = 0
     with db.connection() as conn:
         store.set_embedding_dimension(conn, schema, identity.dimension)
@@ -401,7 +403,9 @@ def ensure_index(
     if variant not in PASS_CHOICES:
         raise ValueError(f"whole pass variant {variant!r}: expected one of {PASS_CHOICES}")
     model_dir = getattr(embedder, "path", None)
-    filling = make_embedder("local", None if model_dir is None else str(model_dir))
+    filling = make_embedder(
+        "local", None if model_dir is None else str(model_dir), chunk_vectors=CHUNK_VECTORS_WHOLE
+    )
     if model_dir is None or filling.identity != embedder.identity:
         raise SystemExit(
             "the whole pass pools from the local model's pass over whole files: "

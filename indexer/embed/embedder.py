@@ -26,12 +26,13 @@ PROVIDERS = (PROVIDER_LOCAL, PROVIDER_OLLAMA, PROVIDER_NONE)
 # The shortest `document_tokens` cut: a header (path, language, name) and a signature.
 MIN_DOCUMENT_TOKENS = 32
 DEFAULT_PROVIDER = PROVIDER_LOCAL
-# What the model reads of a file (`[embedding] chunk_vectors`): each chunk's text and again each
-# definition no chunk speaks for (whole), or each line once, a chunk's vector the mean of its
-# parts' (parts: `indexer.sweep.parts`).
+# What the model reads of a file (`[embedding] chunk_vectors`): each line once, a chunk's vector
+# the mean of its parts' (parts, the default: `indexer.sweep.parts`), or each chunk's text and
+# again each definition no chunk speaks for (whole, as indexes recorded before the setting).
 CHUNK_VECTORS_WHOLE = "whole"
 CHUNK_VECTORS_PARTS = "parts"
 CHUNK_VECTORS = (CHUNK_VECTORS_WHOLE, CHUNK_VECTORS_PARTS)
+DEFAULT_CHUNK_VECTORS = CHUNK_VECTORS_PARTS
 DEFAULT_OLLAMA_HOST = "http://127.0.0.1:11434"
 
 # Prefixes some models were trained with (from their model cards). The key is the model's base
@@ -55,8 +56,9 @@ class EmbeddingModel:
     # Each document embedded from its first this many tokens (0: the whole text, in windows
     # where the model's are shorter): `[embedding] document_tokens`.
     document_tokens: int = 0
-    # How a file's texts are cut for the model: `[embedding] chunk_vectors`.
-    chunk_vectors: str = CHUNK_VECTORS_WHOLE
+    # How a file's texts are cut for the model: `[embedding] chunk_vectors`. A record without
+    # it is of an index read whole (`from_dict`), from before the setting.
+    chunk_vectors: str = DEFAULT_CHUNK_VECTORS
 
     @property
     def index_key(self) -> tuple[str | int, ...]:
@@ -64,28 +66,36 @@ class EmbeddingModel:
         changes future queries, not the index. Whole documents and whole chunks (the
         defaults) add nothing, so an index recorded before either setting existed keeps its
         key."""
+        key = self._text_key
+        if self.chunk_vectors != CHUNK_VECTORS_WHOLE:
+            key = (*key, self.chunk_vectors)
+        return key
+
+    @property
+    def _text_key(self) -> tuple[str | int, ...]:
+        """What the vector of one text depends on."""
         key: tuple[str | int, ...] = (
             self.provider,
             self.model,
             self.dimension,
             self.document_prefix,
         )
-        if self.document_tokens:
-            key = (*key, self.document_tokens)
-        if self.chunk_vectors != CHUNK_VECTORS_WHOLE:
-            key = (*key, self.chunk_vectors)
-        return key
+        return (*key, self.document_tokens) if self.document_tokens else key
 
     @property
     def cache_key(self) -> str:
-        """The key of this model's vectors in the embedding cache every project shares."""
-        return json.dumps(list(self.index_key))
+        """The key of this model's vectors in the embedding cache every project shares. How a
+        file's texts are cut (`chunk_vectors`) is not part of it: a text's vector is the
+        model's of that text either way, and a vector made of parts is keyed by them all
+        (`indexer.sweep.parts.parts_hash`), which no single text's key equals; so an index cut
+        the other way, or a project switching, finds every text both ways read."""
+        return json.dumps(list(self._text_key))
 
     def describe(self) -> str:
         """For messages: "ollama nomic-embed-text:v1.5 (768-d)", and ", first 128 tokens of
         each text" where documents are cut."""
         cut = f", first {self.document_tokens} tokens of each text" if self.document_tokens else ""
-        if self.chunk_vectors != CHUNK_VECTORS_WHOLE:
+        if self.chunk_vectors != DEFAULT_CHUNK_VECTORS:
             cut += f", chunk_vectors = {self.chunk_vectors}"
         return f"{self.provider} {self.model} ({self.dimension}-d{cut})"
 

@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from indexer.embed.embedder import (
-    CHUNK_VECTORS_WHOLE,
+    DEFAULT_CHUNK_VECTORS,
     PROVIDER_LOCAL,
     EmbedBatchResult,
     EmbeddingModel,
@@ -264,7 +264,7 @@ class LocalEmbedder:
         batch_size: int = DEFAULT_LOCAL_BATCH_SIZE,
         max_windows: int = DEFAULT_MAX_WINDOWS,
         document_tokens: int = 0,
-        chunk_vectors: str = CHUNK_VECTORS_WHOLE,
+        chunk_vectors: str = DEFAULT_CHUNK_VECTORS,
         threads: int | None = None,
     ) -> None:
         if batch_size < 1 or max_windows < 1:

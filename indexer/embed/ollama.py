@@ -25,7 +25,7 @@ import ollama
 
 from indexer.embed.embedder import (
     CHARS_PER_TOKEN,
-    CHUNK_VECTORS_WHOLE,
+    DEFAULT_CHUNK_VECTORS,
     DEFAULT_OLLAMA_HOST,
     PROVIDER_OLLAMA,
     EmbedBatchResult,
@@ -117,7 +117,7 @@ class OllamaEmbedder:
         backoff_seconds: float = DEFAULT_BACKOFF_SECONDS,
         keep_alive: str | float | None = None,
         document_tokens: int = 0,
-        chunk_vectors: str = CHUNK_VECTORS_WHOLE,
+        chunk_vectors: str = DEFAULT_CHUNK_VECTORS,
     ) -> None:
         self.model = model or DEFAULT_OLLAMA_MODEL
         # Ollama tokenizes on its side: a document is cut at CHARS_PER_TOKEN characters a token.

@@ -164,9 +164,12 @@ class VectorReport:
     # another model (or none, for a worker); the rest still pending
     outcome: str = "ok"
     error: str | None = None
+    # Texts through the model (each part of a chunk read by parts counts once, as its
+    # owner's kind), rows given a vector already stored, and rows given their vector.
     chunks_embedded: int = 0
     definitions_embedded: int = 0
     reused: int = 0  # vectors of the same text already stored
+    rows_written: int = 0
     tokens_embedded: int = 0  # of the texts embedded (`indexer.embed.count_tokens`)
     files_failed: int = 0
     failures: list[dict[str, str]] = field(default_factory=list)
@@ -175,7 +178,8 @@ class VectorReport:
 
     @property
     def written(self) -> int:
-        return self.chunks_embedded + self.definitions_embedded + self.reused
+        """Rows given their vector (what pending counts go down by)."""
+        return self.rows_written
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -634,6 +638,7 @@ class _Phase:
         for file, reason in refused.items():
             self._fail(file, reason)
         store.set_vectors(conn, schema, rows[False], rows[True])
+        report.rows_written += len(rows[False]) + len(rows[True])
         # By hash: two processes putting the same texts take their keys in one order.
         return {h: vectors[h] for h in sorted({*wanted, *made_of}) if h in vectors}
 

@@ -208,8 +208,11 @@ def format_status(status: dict[str, Any]) -> list[str]:
         model_text = f"{model['provider']} {model['model']} ({model['dimension']}-d"
         cut = model.get("document_tokens")
         model_text += f", first {cut} tokens of each text" if cut else ""
-        parts = model.get("chunk_vectors")
-        model_text += f", chunk_vectors = {parts})" if parts else ")"
+        from indexer.embed import CHUNK_VECTORS_WHOLE, DEFAULT_CHUNK_VECTORS
+
+        # A record without the setting is of an index read whole (from before it).
+        read = model.get("chunk_vectors", CHUNK_VECTORS_WHOLE)
+        model_text += f", chunk_vectors = {read})" if read != DEFAULT_CHUNK_VECTORS else ")"
     else:
         model_text = "none yet"
     lines.append(

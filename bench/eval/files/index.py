@@ -21,6 +21,7 @@ from typing import Any
 
 from bench.eval.files.corpus import Corpus
 from bench.eval.files.product import (
+    DEFAULT_CHUNK_VECTORS,
     Database,
     Project,
     Root,
@@ -52,13 +53,13 @@ def project_for(
     model_dir: str | None = None,
     part: str = "",
     document_tokens: int = 0,
-    chunk_vectors: str = "whole",
+    chunk_vectors: str = DEFAULT_CHUNK_VECTORS,
 ) -> Project:
     """The eval's project over `corpus`; another model than the bundled one (`model_dir`),
-    texts cut at `document_tokens`, or chunks read by parts (`chunk_vectors`), indexes into a
-    project of its own, beside the default's
-    instead of re-embedding it, and so does a part of the corpus named by `part` (the unseen
-    libraries: `files_eval_unseen`)."""
+    texts cut at `document_tokens`, or chunks read whole or by parts (`chunk_vectors`; whole
+    texts keep the name they had before parts), indexes into a project of its own, beside
+    the others instead of re-embedding them, and so does a part of the corpus named by
+    `part` (the unseen libraries: `files_eval_unseen`)."""
     roots = tuple(Root(corpus.root / lib.name, lib.name) for lib in corpus.libraries)
     name = PROJECT
     if model_dir is not None:

@@ -15,12 +15,14 @@ from typing import Any
 from psycopg import sql as pgsql
 
 from indexer.db import Database
-from indexer.embed import make_embedder
+from indexer.embed import CHUNK_VECTORS_WHOLE, DEFAULT_CHUNK_VECTORS, make_embedder
 from indexer.project import Project, Root
 from indexer.search import search_code
 from indexer.sweep import SweepOptions, sweep_project
 
 __all__ = [
+    "CHUNK_VECTORS_WHOLE",
+    "DEFAULT_CHUNK_VECTORS",
     "Database",
     "Project",
     "Root",
@@ -35,7 +37,9 @@ __all__ = [
 
 
 def local_embedder(
-    model: str | None = None, document_tokens: int = 0, chunk_vectors: str = "whole"
+    model: str | None = None,
+    document_tokens: int = 0,
+    chunk_vectors: str = DEFAULT_CHUNK_VECTORS,
 ) -> Any:
     """The local ONNX model (the bundled one unless `model` names a folder); with
     `document_tokens`, each text embedded from its first that many tokens; `chunk_vectors`

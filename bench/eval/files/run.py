@@ -46,7 +46,14 @@ from bench.eval.compare import bootstrap, hit_row
 from bench.eval.files import questions as questions_module
 from bench.eval.files.corpus import CACHE, UNSEEN, Corpus
 from bench.eval.files.index import ensure_index, open_index, project_for
-from bench.eval.files.product import Project, indexed_files, local_embedder, search_code
+from bench.eval.files.product import (
+    CHUNK_VECTORS_WHOLE,
+    DEFAULT_CHUNK_VECTORS,
+    Project,
+    indexed_files,
+    local_embedder,
+    search_code,
+)
 from bench.eval.files.questions import Question
 from bench.eval.files.score import K, QueryScore, Summary, rank_files, score
 from bench.eval.whole_pass import PASS_CHOICES, PASS_HEADER
@@ -209,13 +216,13 @@ def run(
     lenient: bool = False,
     log: Callable[[str], None] = print,
     document_tokens: int = 0,
-    chunk_vectors: str = "whole",
+    chunk_vectors: str | None = None,
     whole_pass: str | None = None,
 ) -> dict[str, list[QueryScore]]:
     """The eval as `main` runs it; with `whole_pass` (a variant of `whole_pass.PASS_CHOICES`),
     of an index of its own whose vectors are pooled from one pass of the model over each
     file (bench/eval/whole_pass.py)."""
-    if whole_pass and (document_tokens or chunk_vectors != "whole"):
+    if whole_pass and (document_tokens or chunk_vectors is not None):
         raise SystemExit("a whole pass reads whole files: drop document_tokens/chunk_vectors")
     questions, whole = questions_module.ensure_valid(cache, folder, lenient)
     unseen = split == UNSEEN
@@ -223,9 +230,11 @@ def run(
     if limit:
         chosen = chosen[:limit]
     corpus = whole.part(unseen)
-    model = local_embedder(model_dir)
-    cut = document_tokens or chunk_vectors != "whole"
-    indexing = local_embedder(model_dir, document_tokens, chunk_vectors) if cut else model
+    # Queries, and a whole pass (which pools whole texts' vectors), take the model as it
+    # reads whole texts; the index under test, as [embedding] says (the product's default).
+    model = local_embedder(model_dir, chunk_vectors=CHUNK_VECTORS_WHOLE)
+    chunk_vectors = chunk_vectors or DEFAULT_CHUNK_VECTORS
+    indexing = local_embedder(model_dir, document_tokens, chunk_vectors)
     embedder = CachedQueries(indexing, cache)
     db = open_index(cache)
     try:
@@ -375,8 +384,8 @@ def parser(description: str) -> argparse.ArgumentParser:
     ap.add_argument(
         "--chunk-vectors",
         choices=("whole", "parts"),
-        default="whole",
-        help="[embedding] chunk_vectors: whole, or parts (each line read once)",
+        default=None,
+        help="[embedding] chunk_vectors: parts (each line read once, the default) or whole",
     )
     ap.add_argument(
         "--lenient",
@@ -400,7 +409,7 @@ def main(argv: list[str] | None = None) -> None:
     args = ap.parse_args(argv)
     if not K <= args.depth <= 50:
         ap.error(f"--depth must be from {K} to 50")
-    if args.whole_pass and (args.document_tokens or args.chunk_vectors != "whole"):
+    if args.whole_pass and (args.document_tokens or args.chunk_vectors is not None):
         ap.error("--whole-pass reads whole files: drop --document-tokens/--chunk-vectors")
     run(
         args.split,
