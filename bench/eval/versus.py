@@ -10,6 +10,10 @@ questions a difference of 0.02 is one or two of them; the paired counts say whic
     .venv/bin/python -m bench.eval.run --split tune --json bench/.cache/eval/a.json
     .venv/bin/python -m bench.eval.run --split tune --model DIR --json bench/.cache/eval/b.json
     .venv/bin/python -m bench.eval.versus bench/.cache/eval/a.json bench/.cache/eval/b.json
+
+Two `bench.eval.files.run --json` files of one split are read the same way, by question, on
+NDCG@10 of the files each system's first 10 hits name (each system both ran, and the default
+one by kind of question).
 """
 
 from __future__ import annotations
@@ -63,6 +67,29 @@ def versus(a: dict[str, int | None], b: dict[str, int | None], seed: int = 0) ->
     )
 
 
+def files_versus(a: dict[str, Any], b: dict[str, Any], system: str, kind: str = "") -> str:
+    """b against a on NDCG@10 of `system`, over the file-level questions both ran (of `kind`)."""
+    scores = [
+        {
+            q["id"]: q["systems"][system]["ndcg"]
+            for q in run["questions"]
+            if system in q["systems"] and kind in ("", q["kind"])
+        }
+        for run in (a, b)
+    ]
+    ids = sorted(scores[0].keys() & scores[1].keys())
+    if not ids:
+        return "no question in both runs"
+    pair = np.array([[scores[0][i], scores[1][i]] for i in ids])
+    diff = pair[:, 1] - pair[:, 0]
+    lo, hi = bootstrap(diff)
+    return (
+        f"{len(ids)} questions; NDCG@10 A {pair[:, 0].mean():.3f}, B {pair[:, 1].mean():.3f}; "
+        f"B - A {diff.mean():+.3f} (95% bootstrap {lo:+.3f} to {hi:+.3f}); B higher on "
+        f"{int((diff > 0).sum())}, lower on {int((diff < 0).sum())}"
+    )
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("a", type=Path, help="bench.eval.run --json output (A)")
@@ -71,6 +98,16 @@ def main(argv: list[str] | None = None) -> None:
     runs = [json.loads(path.read_text(encoding="utf-8")) for path in (args.a, args.b)]
     if runs[0]["split"] != runs[1]["split"]:
         ap.error(f"A is the {runs[0]['split']} split, B the {runs[1]['split']}")
+    if "questions" in runs[0] and "systems" in runs[0]:  # the file-level eval's
+        split = runs[0]["split"]
+        for system in runs[0]["systems"]:
+            if system in runs[1].get("systems", {}):
+                print(f"files ({split}), {system}: {files_versus(runs[0], runs[1], system)}")
+        kinds = sorted({q["kind"] for q in runs[0]["questions"]})
+        for kind in kinds:
+            default = "code-rag hybrid"
+            print(f"files ({split}), {default}, {kind}: {files_versus(*runs, default, kind)}")
+        return
     for name in EVALS:
         if runs[0].get(name) and runs[1].get(name):
             ranks = [first_ranks(run[name]) for run in runs]
