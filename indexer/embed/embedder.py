@@ -31,9 +31,7 @@ DEFAULT_PROVIDER = PROVIDER_LOCAL
 # again each definition no chunk speaks for (whole, as indexes recorded before the setting).
 CHUNK_VECTORS_WHOLE = "whole"
 CHUNK_VECTORS_PARTS = "parts"
-# The same parts; a chunk holding such definitions is the rest of its lines alone.
-CHUNK_VECTORS_REST = "rest"
-CHUNK_VECTORS = (CHUNK_VECTORS_WHOLE, CHUNK_VECTORS_PARTS, CHUNK_VECTORS_REST)
+CHUNK_VECTORS = (CHUNK_VECTORS_WHOLE, CHUNK_VECTORS_PARTS)
 DEFAULT_CHUNK_VECTORS = CHUNK_VECTORS_PARTS
 DEFAULT_OLLAMA_HOST = "http://127.0.0.1:11434"
 
@@ -164,12 +162,11 @@ def _chunk_vectors(value: Any) -> str:
 
 
 def check_chunk_vectors(value: str) -> str:
-    """`[embedding] chunk_vectors` as given: whole, parts or rest."""
+    """`[embedding] chunk_vectors` as given: whole or parts."""
     if value not in CHUNK_VECTORS:
         raise InvalidArgument(
             f"chunk_vectors = {value!r}: set whole (each chunk's text, and each definition no "
-            "chunk speaks for again), parts (each line read once) or rest (each line read "
-            "once, a chunk the rest of its lines alone)"
+            "chunk speaks for again) or parts (each line read once)"
         )
     return value
 

@@ -383,7 +383,7 @@ def parser(description: str) -> argparse.ArgumentParser:
     )
     ap.add_argument(
         "--chunk-vectors",
-        choices=("whole", "parts", "rest"),
+        choices=("whole", "parts"),
         default=None,
         help="[embedding] chunk_vectors: parts (each line read once, the default) or whole",
     )
