@@ -14,12 +14,12 @@ from ollama_standin import OllamaStandin, ollama_standin
 from test_sweep_bulk import FIXTURES
 
 import indexer.sweep.write
-from chunkers import chunk_file, embedding_text, lone_definitions, vector_parts
+from chunkers import chunk_file, embedding_text, lone_definitions
 from indexer.db import Database
-from indexer.embed import count_tokens, estimate_tokens, make_embedder
+from indexer.embed import DEFAULT_CHUNK_VECTORS, count_tokens, estimate_tokens, make_embedder
 from indexer.project import Project, Root
 from indexer.sweep import SweepOptions, sweep_project, walk_project
-from indexer.sweep.prepare import content_hash
+from indexer.sweep.parts import content_hash, file_keys
 from indexer.sweep.vectors import embed_pending
 
 __all__ = ["ollama_standin"]
@@ -41,9 +41,10 @@ def local() -> Any:
 
 
 def expected(project: Project) -> tuple[list[str], list[str], int]:
-    """The files' texts, every distinct text a first index embeds (each line once: each part of
-    each chunk and of each definition no chunk speaks for; one text per cache key), and the
-    chunks, as the sweep makes them."""
+    """The files' texts, every distinct text a first index embeds as `[embedding]
+    chunk_vectors` has it by default (each chunk and each definition no chunk speaks for, or
+    the parts they are made of; one text per cache key), and the chunks, as the sweep makes
+    them."""
     sources: list[str] = []
     texts: dict[str, str] = {}
     chunks = 0
@@ -55,9 +56,10 @@ def expected(project: Project) -> tuple[list[str], list[str], int]:
         sources.append(data.decode("utf-8"))
         chunks += len(result.chunks)
         lone = [definition for _, definition in lone_definitions(result)]
-        made = vector_parts(result.chunks, lone, result.text.split("\n"))
-        for item in (*made.chunks, *made.definitions):
-            for part in item:
+        keys = file_keys(DEFAULT_CHUNK_VECTORS, result.chunks, lone, result.text)
+        items = zip((*keys.chunks, *keys.definitions), (*result.chunks, *lone), strict=True)
+        for key, item in items:
+            for part in keys.parts.get(key, (item,)):
                 texts.setdefault(content_hash(part), embedding_text(part, cand.path))
     return sources, list(texts.values()), chunks
 

@@ -26,13 +26,13 @@ PROVIDERS = (PROVIDER_LOCAL, PROVIDER_OLLAMA, PROVIDER_NONE)
 # The shortest `document_tokens` cut: a header (path, language, name) and a signature.
 MIN_DOCUMENT_TOKENS = 32
 DEFAULT_PROVIDER = PROVIDER_LOCAL
-# What the model reads of a file (`[embedding] chunk_vectors`): each line once, a chunk's vector
-# the mean of its parts' (parts, the default: `indexer.sweep.parts`), or each chunk's text and
-# again each definition no chunk speaks for (whole, as indexes recorded before the setting).
+# What the model reads of a file (`[embedding] chunk_vectors`): each chunk's text and again each
+# definition no chunk speaks for (whole, the default), or each line once, a chunk's vector the
+# mean of its parts' (parts: `indexer.sweep.parts`).
 CHUNK_VECTORS_WHOLE = "whole"
 CHUNK_VECTORS_PARTS = "parts"
 CHUNK_VECTORS = (CHUNK_VECTORS_WHOLE, CHUNK_VECTORS_PARTS)
-DEFAULT_CHUNK_VECTORS = CHUNK_VECTORS_PARTS
+DEFAULT_CHUNK_VECTORS = CHUNK_VECTORS_WHOLE
 DEFAULT_OLLAMA_HOST = "http://127.0.0.1:11434"
 
 # Prefixes some models were trained with (from their model cards). The key is the model's base
