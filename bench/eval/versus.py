@@ -106,7 +106,8 @@ def main(argv: list[str] | None = None) -> None:
         kinds = sorted({q["kind"] for q in runs[0]["questions"]})
         for kind in kinds:
             default = "code-rag hybrid"
-            print(f"files ({split}), {default}, {kind}: {files_versus(*runs, default, kind)}")
+            paired = files_versus(runs[0], runs[1], default, kind)
+            print(f"files ({split}), {default}, {kind}: {paired}")
         return
     for name in EVALS:
         if runs[0].get(name) and runs[1].get(name):
