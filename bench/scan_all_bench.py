@@ -286,7 +286,7 @@ def _variant(text: str) -> tuple[Path, str]:
     """`PATH`, `PATH:N`, `PATH:whole` or `PATH:parts` (a checkout, and [embedding]
     document_tokens or chunk_vectors)."""
     path, _, setting = text.partition(":")
-    if setting and not setting.isdigit() and setting not in ("whole", "parts"):
+    if setting and not setting.isdigit() and setting not in ("whole", "parts", "rest"):
         raise SystemExit(
             f"--code {text}: the part after ':' is a count of tokens, 'whole' or 'parts'"
         )

@@ -72,7 +72,10 @@ class VectorParts:
 
 
 def vector_parts(
-    chunks: Sequence[Chunk], definitions: Sequence[Chunk], lines: Sequence[str]
+    chunks: Sequence[Chunk],
+    definitions: Sequence[Chunk],
+    lines: Sequence[str],
+    rest_alone: bool = False,
 ) -> VectorParts:
     """Each chunk's and each lone definition's parts (`VectorParts`), from the file's `lines`.
 
@@ -84,7 +87,8 @@ def vector_parts(
     and of the rest of its lines, less those the chunk before it holds too (windows overlap).
     A chunk holding no such definition and overlapping nothing is its own single part; so is a
     chunk whose content is not its lines (a character window of a long line), and a definition
-    that no chunk holds whole."""
+    that no chunk holds whole. With `rest_alone` a chunk holding such definitions is the rest
+    of its lines alone (they have vectors of their own), or the mean when nothing is left."""
     chunk_parts: list[tuple[Chunk, ...]] = []
     own_parts: dict[int, tuple[Chunk, ...]] = {}
     before = 0  # the last line the chunks so far hold
@@ -116,6 +120,8 @@ def vector_parts(
         first = max(c.start_line, before + 1)
         rest = _part(c, lines, [n for n in range(first, c.end_line + 1) if n not in owner])
         found = [p for p in (rest, *leaves.values()) if p is not None]
+        if rest_alone and rest is not None:
+            found = [rest]
         chunk_parts.append(_in_order(found) or (c,))
         before = max(before, c.end_line)
     return VectorParts(

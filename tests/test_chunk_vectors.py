@@ -26,7 +26,7 @@ from chunkers import (
     vector_parts,
 )
 from indexer.db import Database, Schema, store
-from indexer.embed import EmbeddingModel, make_embedder
+from indexer.embed import DEFAULT_CHUNK_VECTORS, EmbeddingModel, make_embedder
 from indexer.errors import InvalidArgument
 from indexer.project import Project, Root
 from indexer.sweep import SweepOptions, embed_pending, sweep_project
@@ -244,7 +244,9 @@ def test_the_setting_is_part_of_the_index_identity(
     assert whole.index_key != parts.index_key and whole.cache_key == parts.cache_key
     assert EmbeddingModel.from_dict(parts.to_dict()) == parts
     assert "chunk_vectors" not in whole.to_dict()  # an index from before keeps its key
-    assert "chunk_vectors = parts" in parts.describe()
+    for identity in (whole, parts):  # messages name the setting where it is not the default
+        shown = f"chunk_vectors = {identity.chunk_vectors}" in identity.describe()
+        assert shown == (identity.chunk_vectors != DEFAULT_CHUNK_VECTORS)
     with pytest.raises(InvalidArgument, match="chunk_vectors"):
         EmbeddingModel.from_dict({**parts.to_dict(), "chunk_vectors": "halves"})
     with pytest.raises(InvalidArgument, match="each line read once"):

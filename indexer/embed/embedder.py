@@ -27,11 +27,14 @@ PROVIDERS = (PROVIDER_LOCAL, PROVIDER_OLLAMA, PROVIDER_NONE)
 MIN_DOCUMENT_TOKENS = 32
 DEFAULT_PROVIDER = PROVIDER_LOCAL
 # What the model reads of a file (`[embedding] chunk_vectors`): each chunk's text and again each
-# definition no chunk speaks for (whole, the default), or each line once, a chunk's vector the
-# mean of its parts' (parts: `indexer.sweep.parts`).
+# definition no chunk speaks for (whole, the default), or each line once (`indexer.sweep.parts`),
+# a chunk's vector the mean of its parts' (parts) or the rest of its lines alone (rest).
 CHUNK_VECTORS_WHOLE = "whole"
 CHUNK_VECTORS_PARTS = "parts"
-CHUNK_VECTORS = (CHUNK_VECTORS_WHOLE, CHUNK_VECTORS_PARTS)
+# The same parts; a chunk holding such definitions is the rest of its lines alone (they have
+# vectors of their own).
+CHUNK_VECTORS_REST = "rest"
+CHUNK_VECTORS = (CHUNK_VECTORS_WHOLE, CHUNK_VECTORS_PARTS, CHUNK_VECTORS_REST)
 DEFAULT_CHUNK_VECTORS = CHUNK_VECTORS_WHOLE
 DEFAULT_OLLAMA_HOST = "http://127.0.0.1:11434"
 
@@ -162,11 +165,12 @@ def _chunk_vectors(value: Any) -> str:
 
 
 def check_chunk_vectors(value: str) -> str:
-    """`[embedding] chunk_vectors` as given: whole or parts."""
+    """`[embedding] chunk_vectors` as given: whole, parts or rest."""
     if value not in CHUNK_VECTORS:
         raise InvalidArgument(
             f"chunk_vectors = {value!r}: set whole (each chunk's text, and each definition no "
-            "chunk speaks for again) or parts (each line read once)"
+            "chunk speaks for again), parts (each line read once) or rest (each line read "
+            "once, a chunk the rest of its lines alone)"
         )
     return value
 

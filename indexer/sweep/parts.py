@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from chunkers import Chunk, vector_parts
-from indexer.embed import CHUNK_VECTORS_PARTS
+from indexer.embed import CHUNK_VECTORS_REST, CHUNK_VECTORS_WHOLE
 
 
 def content_hash(chunk: Chunk) -> str:
@@ -73,9 +73,10 @@ def file_keys(
 ) -> FileKeys:
     """The keys of a file's vectors in `mode` (`whole`: each item's own text; `parts`: its
     parts, from the file's `text`)."""
-    if mode != CHUNK_VECTORS_PARTS or text is None:
+    if mode == CHUNK_VECTORS_WHOLE or text is None:
         return FileKeys(tuple(map(content_hash, chunks)), tuple(map(content_hash, definitions)), {})
-    made = vector_parts(chunks, definitions, text.split("\n"))
+    rest_alone = mode == CHUNK_VECTORS_REST
+    made = vector_parts(chunks, definitions, text.split("\n"), rest_alone=rest_alone)
     parts: dict[str, tuple[Chunk, ...]] = {}
     keys: list[list[str]] = [[], []]
     for items, out, own in (

@@ -63,7 +63,7 @@ from indexer import clock
 from indexer.db import Conn, Database, Schema, WorkerBeat, embedding_cache, store
 from indexer.db.rows import FileChunk, FileDefinition, PendingChunk, PendingDefinition
 from indexer.embed import (
-    CHUNK_VECTORS_PARTS,
+    CHUNK_VECTORS_WHOLE,
     Embedder,
     EmbeddingModel,
     needs_reembed,
@@ -296,7 +296,8 @@ class _Phase:
         self.deferred = False  # a failure could not be recorded this round (a sweep holds it)
         self.held = (-1, 0.0)  # what was pending, and since when, while others held it
         # Each line read once: a claim takes whole files' parts (`parts.file_keys`).
-        self.parts = embedder.identity.chunk_vectors == CHUNK_VECTORS_PARTS
+        self.mode = embedder.identity.chunk_vectors
+        self.parts = self.mode != CHUNK_VECTORS_WHOLE
 
     def run(
         self,
@@ -539,6 +540,7 @@ class _Phase:
         broken: set[int] = set()
         for file_id in files:
             found = _file_parts(
+                self.mode,
                 lines.get(file_id, []),
                 languages[file_id] or UNKNOWN_LANGUAGE,
                 stored_chunks.get(file_id, []),
@@ -749,6 +751,7 @@ def _pause(stop: threading.Event | None, seconds: float) -> bool:
 
 
 def _file_parts(
+    mode: str,
     lines: list[str],
     language: str,
     chunks: Sequence[FileChunk],
@@ -767,7 +770,7 @@ def _file_parts(
               "\n".join(lines[r.start_line - 1 : r.end_line])[:DEFINITION_CHARS])
         for r in definitions
     ]  # fmt: skip
-    keys = file_keys(CHUNK_VECTORS_PARTS, own_chunks, own_definitions, "\n".join(lines))
+    keys = file_keys(mode, own_chunks, own_definitions, "\n".join(lines))
     made: dict[tuple[bool, int], tuple[str, tuple[Chunk, ...], str]] = {}
     for row_id, item, key in zip((r.id for r in chunks), own_chunks, keys.chunks, strict=True):
         made[(False, row_id)] = (key, keys.parts.get(key, (item,)), content_hash(item))

@@ -383,7 +383,7 @@ def parser(description: str) -> argparse.ArgumentParser:
     )
     ap.add_argument(
         "--chunk-vectors",
-        choices=("whole", "parts"),
+        choices=("whole", "parts", "rest"),
         default=None,
         help="[embedding] chunk_vectors: parts (each line read once, the default) or whole",
     )
