@@ -320,3 +320,28 @@ def test_an_index_read_the_other_way_finds_the_texts_both_ways_read_in_the_share
     [vector] = embedder.embed_documents([embedding_text(add, "cart.py")]).vectors
     found = rows["Cart.add"][1]
     assert found is not None and np.allclose(found, vector, atol=1e-6)
+
+
+def test_with_rest_a_chunk_holding_definitions_is_the_rest_of_its_lines_alone(
+    database: Database, conn: Conn, project: Project, ollama_standin: OllamaStandin
+) -> None:
+    """`chunk_vectors = rest` reads the same parts as `parts`; a chunk holding definitions of
+    their own is the vector of the rest of its lines, and each definition keeps its own."""
+    embedder = embedder_for(ollama_standin, "rest")
+    report = sweep_project(database, project, embedder, SweepOptions(defer_vectors=False))
+    assert report.outcome == "ok"
+    _, lone, made = parts_of(CART)
+    read = [t for batch in ollama_standin.batches for t in batch if "File: cart.py" in t]
+    assert len(read) == len({content_hash(p) for p in made.chunks[0]})  # the same texts
+    result, _, _ = parts_of(CART)
+    rest = vector_parts(result.chunks, lone, result.text.split("\n"), rest_alone=True).chunks[0]
+    assert len(rest) == 1 and rest[0] in made.chunks[0] and rest[0].symbol != "Cart.add"
+    [expected] = embedder.embed_documents([embedding_text(rest[0], "cart.py")]).vectors
+    rows = stored(conn, project.name, "cart.py")
+    key, vector = rows["c0"]
+    assert key == content_hash(rest[0]) and vector is not None
+    assert np.allclose(vector, expected, atol=1e-6)
+    [own] = [d for d in lone if d.symbol == "Cart.add"]
+    [add] = embedder.embed_documents([embedding_text(own, "cart.py")]).vectors
+    found = rows["Cart.add"][1]
+    assert found is not None and np.allclose(found, add, atol=1e-6)

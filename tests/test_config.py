@@ -212,7 +212,8 @@ def test_the_way_chunks_are_read_reaches_the_embedder_and_an_unknown_one_is_refu
     assert default is not None and default.identity.chunk_vectors == "whole"
     path = write(tmp_path, "[embedding]\nchunk_vectors = halves\n")
     assert error_of(path) == (
-        f"{path}: [embedding] chunk_vectors = 'halves' is not valid: expected one of: whole, parts"
+        f"{path}: [embedding] chunk_vectors = 'halves' is not valid: "
+        "expected one of: whole, parts, rest"
     )
 
 
