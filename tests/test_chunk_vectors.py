@@ -168,6 +168,14 @@ def unit(v: np.ndarray) -> np.ndarray:
     return np.asarray(v / np.linalg.norm(v), dtype=np.float32)
 
 
+def mean_of(embedder: Any, parts: tuple[Chunk, ...]) -> np.ndarray:
+    """The vector of `parts` as the sweep composes it: their vectors' mean by length, unit."""
+    texts = [embedding_text(p, "cart.py") for p in parts]
+    vectors = np.asarray(embedder.embed_documents(texts).vectors, dtype=np.float32)
+    weights = np.asarray([len(p.content) for p in parts], dtype=np.float32)
+    return unit((vectors * weights[:, None]).sum(axis=0))
+
+
 def test_a_sweep_reads_each_line_once_and_averages_a_chunks_parts(
     database: Database,
     conn: Conn,
@@ -183,13 +191,10 @@ def test_a_sweep_reads_each_line_once_and_averages_a_chunks_parts(
     assert len(read) == 5
     rows = stored(conn, project.name, "cart.py")
     parts = made.chunks[0]
-    texts = [embedding_text(p, "cart.py") for p in parts]
-    vectors = np.asarray(embedder.embed_documents(texts).vectors, dtype=np.float32)
-    weights = np.asarray([len(p.content) for p in parts], dtype=np.float32)
     key, vector = rows["c0"]
     assert key == parts_hash(parts)
     assert vector is not None
-    assert np.allclose(vector, unit((vectors * weights[:, None]).sum(axis=0)), atol=1e-5)
+    assert np.allclose(vector, mean_of(embedder, parts), atol=1e-5)
     # A method's vector is its own text's, as with whole texts.
     [own] = [d for d in lone if d.symbol == "Cart.add"]
     [expected] = embedder.embed_documents([embedding_text(own, "cart.py")]).vectors
@@ -282,12 +287,9 @@ def test_a_changed_method_is_read_again_alone_and_its_chunk_mean_made_of_stored_
         assert len(read) == 1 and f"insert({n}, item)" in read[0]
         _, _, made = parts_of(source)
         parts = made.chunks[0]
-        texts = [embedding_text(p, "cart.py") for p in parts]
-        vectors = np.asarray(embedder.embed_documents(texts).vectors, dtype=np.float32)
-        weights = np.asarray([len(p.content) for p in parts], dtype=np.float32)
         key, vector = stored(conn, project.name, "cart.py")["c0"]
         assert key == parts_hash(parts) and vector is not None
-        assert np.allclose(vector, unit((vectors * weights[:, None]).sum(axis=0)), atol=1e-5)
+        assert np.allclose(vector, mean_of(embedder, parts), atol=1e-5)
 
 
 def test_an_index_read_the_other_way_finds_the_texts_both_ways_read_in_the_shared_cache(
