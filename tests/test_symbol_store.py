@@ -9,6 +9,7 @@ from typing import Any
 
 import psycopg
 import pytest
+from cart_source import CART
 from index_rows import execute, file_symbols
 from ollama_standin import OllamaStandin, ollama_standin
 
@@ -22,26 +23,12 @@ __all__ = ["ollama_standin"]
 
 Conn = psycopg.Connection[Any]
 
-SHOP = '''class Cart:
-    """Items a customer is about to buy."""
-
-    def add(self, item):
-        self.items.append(item)
-
-    def total(self):
-        return sum(i.price for i in self.items)
-
-
-def checkout(cart):
-    return cart.total()
-'''
-
 
 @pytest.fixture
 def tree(tmp_path: Path) -> Path:
     root = tmp_path / "shop"
     root.mkdir()
-    (root / "cart.py").write_text(SHOP)
+    (root / "cart.py").write_text(CART)
     (root / "notes.md").write_text("# Notes\n\nNothing to define here.\n")
     return root
 
@@ -86,7 +73,7 @@ def test_sweep_writes_each_files_symbols_with_their_chunk(
 ) -> None:
     sweep(database, project, embedder)
     rows = file_symbols(conn, project.name, "shop", "cart.py")
-    assert rows == expected(SHOP)
+    assert rows == expected(CART)
     assert [r[1] for r in rows] == ["Cart", "Cart.add", "Cart.total", "checkout"]
     assert file_symbols(conn, project.name, "shop", "notes.md") == []
     conn.rollback()
@@ -96,7 +83,7 @@ def test_a_changed_file_gets_its_new_symbols_and_a_deleted_one_none(
     database: Database, conn: Conn, project: Project, tree: Path, embedder: Any
 ) -> None:
     sweep(database, project, embedder)
-    changed = SHOP.replace("def total(self)", "def grand_total(self)")
+    changed = CART.replace("def total(self)", "def grand_total(self)")
     (tree / "cart.py").write_text(changed)
     sweep(database, project, embedder)
     rows = file_symbols(conn, project.name, "shop", "cart.py")
@@ -141,10 +128,10 @@ def test_an_index_from_before_the_symbol_table_fills_it_without_re_embedding(
     sweep(database, project, embedder)
     # No chunk is embedded again: only the definitions no chunk speaks for, which had no
     # vector before.
-    lone = lone_definitions(chunk_file("cart.py", SHOP.encode()))
+    lone = lone_definitions(chunk_file("cart.py", CART.encode()))
     assert ollama_standin.embedded_inputs == len(lone) > 0
-    assert file_symbols(conn, project.name, "shop", "cart.py") == expected(SHOP)
-    assert file_text(conn, project.name, "cart.py") == SHOP
+    assert file_symbols(conn, project.name, "shop", "cart.py") == expected(CART)
+    assert file_text(conn, project.name, "cart.py") == CART
     conn.rollback()
 
 
@@ -177,7 +164,7 @@ def test_a_sweep_stopped_after_a_chunker_change_leaves_the_redo_to_the_next(
     ollama_standin.reset_counters()
     sweep(database, project, embedder)
     assert ollama_standin.embedding_calls == 0
-    assert file_text(conn, project.name, "cart.py") == SHOP
+    assert file_text(conn, project.name, "cart.py") == CART
     assert store.get_meta(conn, Schema(project.name), "chunker_version") == CHUNKER_VERSION
     conn.rollback()
 
@@ -200,7 +187,7 @@ def test_each_file_keeps_its_text_as_the_chunker_read_it(
     # CRLF and a BOM are normalised as the chunker does, so line N is the chunks' line N.
     (tree / "crlf.py").write_bytes(b"\xef\xbb\xbfdef a():\r\n    return 1\r\n")
     sweep(database, project, embedder)
-    assert file_text(conn, project.name, "cart.py") == SHOP
+    assert file_text(conn, project.name, "cart.py") == CART
     assert file_text(conn, project.name, "crlf.py") == "def a():\n    return 1\n"
     conn.rollback()
     (tree / "crlf.py").unlink()
@@ -224,7 +211,7 @@ def test_the_names_for_fuzzy_look_up_follow_the_symbols(
     (tree / "other.py").write_text("class CART:\n    def total(self):\n        return 0\n")
     sweep(database, project, embedder)
     assert fuzzy_names(conn, project.name) == {"cart", "add", "total", "checkout"}
-    (tree / "cart.py").write_text(SHOP.replace("def total(self)", "def grand_total(self)"))
+    (tree / "cart.py").write_text(CART.replace("def total(self)", "def grand_total(self)"))
     sweep(database, project, embedder)
     assert fuzzy_names(conn, project.name) == {"cart", "add", "total", "grand_total", "checkout"}
     (tree / "other.py").unlink()
