@@ -1,6 +1,6 @@
 """A small Python file that the chunker makes one chunk holding four definitions no chunk
 speaks for (a class, its two methods, a function): the file the tests of definitions' own
-vectors, of each line read once and of the whole pass index."""
+vectors, of each line read once, of the whole pass index and of the symbol store."""
 
 CART = '''import decimal
 
