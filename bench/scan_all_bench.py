@@ -20,8 +20,9 @@ are in, until every vector is in, and the scan's own end (graphs built).
 `--corpus DIR` indexes each folder of DIR as a project instead (listed in name order): the
 whole first index of the file-level eval's corpus is `--corpus bench/.cache/files/corpus`. A
 `--code` of `PATH:N` runs that checkout with `[embedding] document_tokens = N`, so a cut is
-measured side by side with whole texts, and `PATH:whole` or `PATH:parts` with `[embedding]
-chunk_vectors` set so (each chunk read whole, or each line read once: the default). The
+measured side by side with whole texts, and `PATH:whole`, `PATH:parts`, `PATH:rest` or
+`PATH:outline` with `[embedding] chunk_vectors` set so (each chunk read whole, or each line read
+once: rest is the default). The
 embedding work each scan printed (texts and tokens
 embedded, the source's tokens) is summed over the projects.
 
@@ -50,6 +51,7 @@ import psycopg
 
 from bench import machine
 from indexer.db import Database, Schema, store
+from indexer.embed import CHUNK_VECTORS
 
 STDLIB = Path(sysconfig.get_paths()["stdlib"])
 # Installed packages and tests are not the modules taken.
@@ -92,7 +94,7 @@ def corpus_projects(corpus: Path) -> dict[str, Path]:
 
 def write_config(work: Path, dsn: str, roots: dict[str, Path], setting: str = "") -> Path:
     """The configuration of a variant: `setting` is "" (the defaults), a count of tokens
-    (`document_tokens`), or "whole" or "parts" (`chunk_vectors`)."""
+    (`document_tokens`), or a way of reading chunks (`chunk_vectors`)."""
     projects = {name: {"roots": [str(root)]} for name, root in roots.items()}
     (work / "rag-projects.json").write_text(json.dumps({"projects": projects}))
     config = work / f"application-{setting or 'default'}.ini"
@@ -283,12 +285,13 @@ _TOTALS = ("rows_all", "vectors_all", "wall")
 
 
 def _variant(text: str) -> tuple[Path, str]:
-    """`PATH`, `PATH:N`, `PATH:whole` or `PATH:parts` (a checkout, and [embedding]
-    document_tokens or chunk_vectors)."""
+    """`PATH`, `PATH:N`, or `PATH:` a way of reading chunks such as `PATH:whole` (a checkout,
+    and [embedding] document_tokens or chunk_vectors)."""
     path, _, setting = text.partition(":")
-    if setting and not setting.isdigit() and setting not in ("whole", "parts", "rest"):
+    if setting and not setting.isdigit() and setting not in CHUNK_VECTORS:
         raise SystemExit(
-            f"--code {text}: the part after ':' is a count of tokens, 'whole' or 'parts'"
+            f"--code {text}: the part after ':' is a count of tokens or one of "
+            + ", ".join(CHUNK_VECTORS)
         )
     return Path(path).resolve(), setting
 

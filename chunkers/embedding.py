@@ -76,6 +76,7 @@ def vector_parts(
     definitions: Sequence[Chunk],
     lines: Sequence[str],
     rest_alone: bool = False,
+    signatures: bool = False,
 ) -> VectorParts:
     """Each chunk's and each lone definition's parts (`VectorParts`), from the file's `lines`.
 
@@ -88,7 +89,8 @@ def vector_parts(
     A chunk holding no such definition and overlapping nothing is its own single part; so is a
     chunk whose content is not its lines (a character window of a long line), and a definition
     that no chunk holds whole. With `rest_alone` a chunk holding such definitions is the rest
-    of its lines alone (they have vectors of their own), or the mean when nothing is left."""
+    of its lines alone (they have vectors of their own), or the mean when nothing is left;
+    with `signatures` as well, that rest also holds each such definition's signature line."""
     chunk_parts: list[tuple[Chunk, ...]] = []
     own_parts: dict[int, tuple[Chunk, ...]] = {}
     before = 0  # the last line the chunks so far hold
@@ -118,7 +120,10 @@ def vector_parts(
                 found = [p for k in held if (p := leaves[k]) is not None]
                 own_parts[i] = _in_order(found) or (d,)
         first = max(c.start_line, before + 1)
-        rest = _part(c, lines, [n for n in range(first, c.end_line + 1) if n not in owner])
+        numbers = [n for n in range(first, c.end_line + 1) if n not in owner]
+        if signatures:
+            numbers += [n for i in inside if (n := _signature(definitions[i], lines)) >= first]
+        rest = _part(c, lines, numbers)
         found = [p for p in (rest, *leaves.values()) if p is not None]
         if rest_alone and rest is not None:
             found = [rest]
@@ -127,6 +132,15 @@ def vector_parts(
     return VectorParts(
         tuple(chunk_parts), tuple(own_parts.get(i, (d,)) for i, d in enumerate(definitions))
     )
+
+
+def _signature(d: Chunk, lines: Sequence[str]) -> int:
+    """The line of `d` that names it (after its decorators), or its first."""
+    name = (d.symbol or "").rsplit(".", 1)[-1]
+    for n in range(d.start_line, d.end_line + 1):
+        if name and name in lines[n - 1]:
+            return n
+    return d.start_line
 
 
 def _span(d: Chunk) -> tuple[int, int]:

@@ -347,3 +347,40 @@ def test_with_rest_a_chunk_holding_definitions_is_the_rest_of_its_lines_alone(
     [add] = embedder.embed_documents([embedding_text(own, "cart.py")]).vectors
     found = rows["Cart.add"][1]
     assert found is not None and np.allclose(found, add, atol=1e-6)
+
+
+def test_with_outline_the_rest_of_a_chunk_also_holds_its_definitions_signature_lines(
+    database: Database, conn: Conn, project: Project, ollama_standin: OllamaStandin
+) -> None:
+    """`chunk_vectors = outline` is `rest` whose rest also holds the line that names each
+    definition inside the chunk (after its decorators): the chunk's vector knows what it
+    holds, for one line a definition; each definition keeps its own vector."""
+    result, lone, _ = parts_of(CART)
+    lines = result.text.split("\n")
+    made = vector_parts(result.chunks, lone, lines, rest_alone=True, signatures=True)
+    [outline] = made.chunks[0]
+    assert [line for line in outline.content.split("\n") if line.strip()] == [
+        "import decimal",
+        "class Cart:",
+        "    def add(self, item):",
+        "    def total(self):",
+        "def checkout(cart):",
+    ]
+    decorated = CART.replace("    def total", "    @property\n    def total")
+    result, lone, _ = parts_of(decorated)
+    made = vector_parts(result.chunks, lone, result.text.split("\n"), True, True)
+    assert "    @property" not in made.chunks[0][0].content.split("\n")
+    assert "    def total(self):" in made.chunks[0][0].content.split("\n")
+
+    embedder = embedder_for(ollama_standin, "outline")
+    report = sweep_project(database, project, embedder, SweepOptions(defer_vectors=False))
+    assert report.outcome == "ok"
+    [expected] = embedder.embed_documents([embedding_text(outline, "cart.py")]).vectors
+    rows = stored(conn, project.name, "cart.py")
+    key, vector = rows["c0"]
+    assert key == content_hash(outline) and vector is not None
+    assert np.allclose(vector, expected, atol=1e-6)
+    [own] = [d for d in lone if d.symbol == "Cart.add"]
+    [add] = embedder.embed_documents([embedding_text(own, "cart.py")]).vectors
+    found = rows["Cart.add"][1]
+    assert found is not None and np.allclose(found, add, atol=1e-6)

@@ -204,16 +204,17 @@ def test_a_document_cut_reaches_the_embedder_and_a_cut_too_short_is_refused(
 def test_the_way_chunks_are_read_reaches_the_embedder_and_an_unknown_one_is_refused(
     tmp_path: Path,
 ) -> None:
-    # [embedding] chunk_vectors: whole (the default) or parts, into the recorded identity.
-    settings = load_settings(write(tmp_path, "[embedding]\nchunk_vectors = parts\n"))
-    embedder = make_settings_embedder(settings)
-    assert embedder is not None and embedder.identity.chunk_vectors == "parts"
+    # [embedding] chunk_vectors: rest (the default), parts or whole, into the recorded identity.
+    for setting in ("whole", "parts", "rest"):
+        text = f"[embedding]\nchunk_vectors = {setting}\n"
+        embedder = make_settings_embedder(load_settings(write(tmp_path, text)))
+        assert embedder is not None and embedder.identity.chunk_vectors == setting
     default = make_settings_embedder(load_settings(write(tmp_path, "")))
-    assert default is not None and default.identity.chunk_vectors == "whole"
+    assert default is not None and default.identity.chunk_vectors == "rest"
     path = write(tmp_path, "[embedding]\nchunk_vectors = halves\n")
     assert error_of(path) == (
         f"{path}: [embedding] chunk_vectors = 'halves' is not valid: "
-        "expected one of: whole, parts, rest"
+        "expected one of: whole, parts, rest, outline"
     )
 
 

@@ -250,7 +250,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         "--chunk-vectors",
         choices=CHUNK_VECTORS,
         default=None,
-        help="[embedding] chunk_vectors: parts (each line read once, the default) or whole",
+        help="[embedding] chunk_vectors (default: the product's)",
     )
     ap.add_argument(
         "--rows-first",

@@ -7,6 +7,7 @@ ONNX Runtime.
 
 from indexer.embed.embedder import (
     CHUNK_VECTORS,
+    CHUNK_VECTORS_OUTLINE,
     CHUNK_VECTORS_PARTS,
     CHUNK_VECTORS_REST,
     CHUNK_VECTORS_WHOLE,
@@ -34,6 +35,7 @@ from indexer.embed.factory import make_embedder
 __all__ = [
     "BUNDLED_SOURCE",
     "CHUNK_VECTORS",
+    "CHUNK_VECTORS_OUTLINE",
     "CHUNK_VECTORS_PARTS",
     "CHUNK_VECTORS_REST",
     "CHUNK_VECTORS_WHOLE",

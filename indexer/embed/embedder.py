@@ -27,15 +27,23 @@ PROVIDERS = (PROVIDER_LOCAL, PROVIDER_OLLAMA, PROVIDER_NONE)
 MIN_DOCUMENT_TOKENS = 32
 DEFAULT_PROVIDER = PROVIDER_LOCAL
 # What the model reads of a file (`[embedding] chunk_vectors`): each chunk's text and again each
-# definition no chunk speaks for (whole, the default), or each line once (`indexer.sweep.parts`),
-# a chunk's vector the mean of its parts' (parts) or the rest of its lines alone (rest).
+# definition no chunk speaks for (whole), or each line once (`indexer.sweep.parts`), a chunk's
+# vector the mean of its parts' (parts) or the rest of its lines alone (rest, the default).
 CHUNK_VECTORS_WHOLE = "whole"
 CHUNK_VECTORS_PARTS = "parts"
 # The same parts; a chunk holding such definitions is the rest of its lines alone (they have
 # vectors of their own).
 CHUNK_VECTORS_REST = "rest"
-CHUNK_VECTORS = (CHUNK_VECTORS_WHOLE, CHUNK_VECTORS_PARTS, CHUNK_VECTORS_REST)
-DEFAULT_CHUNK_VECTORS = CHUNK_VECTORS_WHOLE
+# As rest, and the rest of a chunk holding such definitions also holds each one's signature line
+# (its name), so the chunk's vector knows what it holds.
+CHUNK_VECTORS_OUTLINE = "outline"
+CHUNK_VECTORS = (
+    CHUNK_VECTORS_WHOLE,
+    CHUNK_VECTORS_PARTS,
+    CHUNK_VECTORS_REST,
+    CHUNK_VECTORS_OUTLINE,
+)
+DEFAULT_CHUNK_VECTORS = CHUNK_VECTORS_REST
 DEFAULT_OLLAMA_HOST = "http://127.0.0.1:11434"
 
 # Prefixes some models were trained with (from their model cards). The key is the model's base

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from chunkers import Chunk, vector_parts
-from indexer.embed import CHUNK_VECTORS_REST, CHUNK_VECTORS_WHOLE
+from indexer.embed import CHUNK_VECTORS_OUTLINE, CHUNK_VECTORS_REST, CHUNK_VECTORS_WHOLE
 
 
 def content_hash(chunk: Chunk) -> str:
@@ -71,12 +71,14 @@ class FileKeys:
 def file_keys(
     mode: str, chunks: Sequence[Chunk], definitions: Sequence[Chunk], text: str | None
 ) -> FileKeys:
-    """The keys of a file's vectors in `mode` (`whole`: each item's own text; `parts`: its
-    parts, from the file's `text`)."""
+    """The keys of a file's vectors in `mode` (`whole`: each item's own text; `parts`, `rest`
+    or `outline`: its parts, from the file's `text`)."""
     if mode == CHUNK_VECTORS_WHOLE or text is None:
         return FileKeys(tuple(map(content_hash, chunks)), tuple(map(content_hash, definitions)), {})
-    rest_alone = mode == CHUNK_VECTORS_REST
-    made = vector_parts(chunks, definitions, text.split("\n"), rest_alone=rest_alone)
+    rest_alone = mode in (CHUNK_VECTORS_REST, CHUNK_VECTORS_OUTLINE)
+    signatures = mode == CHUNK_VECTORS_OUTLINE
+    lines = text.split("\n")
+    made = vector_parts(chunks, definitions, lines, rest_alone=rest_alone, signatures=signatures)
     parts: dict[str, tuple[Chunk, ...]] = {}
     keys: list[list[str]] = [[], []]
     for items, out, own in (

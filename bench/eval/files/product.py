@@ -15,12 +15,13 @@ from typing import Any
 from psycopg import sql as pgsql
 
 from indexer.db import Database
-from indexer.embed import CHUNK_VECTORS_WHOLE, DEFAULT_CHUNK_VECTORS, make_embedder
+from indexer.embed import CHUNK_VECTORS, CHUNK_VECTORS_WHOLE, DEFAULT_CHUNK_VECTORS, make_embedder
 from indexer.project import Project, Root
 from indexer.search import search_code
 from indexer.sweep import SweepOptions, sweep_project
 
 __all__ = [
+    "CHUNK_VECTORS",
     "CHUNK_VECTORS_WHOLE",
     "DEFAULT_CHUNK_VECTORS",
     "Database",

@@ -47,6 +47,7 @@ from bench.eval.files import questions as questions_module
 from bench.eval.files.corpus import CACHE, UNSEEN, Corpus
 from bench.eval.files.index import ensure_index, open_index, project_for
 from bench.eval.files.product import (
+    CHUNK_VECTORS,
     CHUNK_VECTORS_WHOLE,
     DEFAULT_CHUNK_VECTORS,
     Project,
@@ -383,9 +384,9 @@ def parser(description: str) -> argparse.ArgumentParser:
     )
     ap.add_argument(
         "--chunk-vectors",
-        choices=("whole", "parts", "rest"),
+        choices=CHUNK_VECTORS,
         default=None,
-        help="[embedding] chunk_vectors: parts (each line read once, the default) or whole",
+        help="[embedding] chunk_vectors (default: the product's)",
     )
     ap.add_argument(
         "--lenient",
