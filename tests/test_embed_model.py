@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from indexer.embed import make_embedder
+from indexer.embed import DEFAULT_CHUNK_VECTORS, make_embedder
 from indexer.embed.embedder import (
     EmbedBatchResult,
     EmbeddingModel,
@@ -24,10 +25,12 @@ from indexer.embed.embedder import (
 )
 from indexer.errors import ConfigError, EmbeddingRefused, InvalidArgument, ModelMismatch
 
+# Identities of indexes that read each chunk whole, as every index did before `chunk_vectors`
+# existed: their records hold no `chunk_vectors` key.
 NOMIC = EmbeddingModel(
-    "ollama", "nomic-embed-text:v1.5", 768, "search_document: ", "search_query: "
+    "ollama", "nomic-embed-text:v1.5", 768, "search_document: ", "search_query: ", 0, "whole"
 )
-MINILM = EmbeddingModel("local", "all-MiniLM-L6-v2", 384)
+MINILM = EmbeddingModel("local", "all-MiniLM-L6-v2", 384, chunk_vectors="whole")
 
 
 def test_identity_round_trips_through_a_dict() -> None:
@@ -46,6 +49,17 @@ def test_identity_round_trips_through_a_dict() -> None:
 def test_identity_without_prefixes_reads_as_empty_prefixes() -> None:
     recorded = {"provider": "local", "model": "all-MiniLM-L6-v2", "dimension": 384}
     assert EmbeddingModel.from_dict(recorded) == MINILM
+
+
+def test_the_default_way_of_reading_chunks_is_recorded_and_read_back() -> None:
+    # The default is not whole, so a new index's record names it, and a record without the
+    # key (an index from before the setting) still reads as whole, never as today's default.
+    default = EmbeddingModel("local", "all-MiniLM-L6-v2", 384)
+    assert default.chunk_vectors == DEFAULT_CHUNK_VECTORS != "whole"
+    assert default.to_dict()["chunk_vectors"] == DEFAULT_CHUNK_VECTORS
+    assert EmbeddingModel.from_dict(default.to_dict()) == default
+    assert needs_reembed(MINILM, default) and default.index_key != MINILM.index_key
+    assert default.cache_key == MINILM.cache_key  # one embedding cache for every way
 
 
 @pytest.mark.parametrize(
@@ -74,17 +88,15 @@ def test_search_against_another_model_fails_with_both_names_and_the_fix() -> Non
     with pytest.raises(ModelMismatch) as caught:
         ensure_same_model(NOMIC, MINILM, "shop")
     message = str(caught.value)
-    assert "ollama nomic-embed-text:v1.5 (768-d)" in message
-    assert "local all-MiniLM-L6-v2 (384-d)" in message
+    assert "ollama nomic-embed-text:v1.5 (768-d, chunk_vectors = whole)" in message
+    assert "local all-MiniLM-L6-v2 (384-d, chunk_vectors = whole)" in message
     assert "run `code-rag scan shop --full` to re-embed" in message
     assert caught.value.code == "model_mismatch"
 
 
 def test_a_changed_dimension_or_document_prefix_means_reembed() -> None:
-    assert needs_reembed(
-        NOMIC, EmbeddingModel("ollama", "nomic-embed-text:v1.5", 512, "search_document: ")
-    )
-    other_prefix = EmbeddingModel("ollama", "nomic-embed-text:v1.5", 768, "", "search_query: ")
+    assert needs_reembed(NOMIC, dataclasses.replace(NOMIC, dimension=512))
+    other_prefix = dataclasses.replace(NOMIC, document_prefix="")
     assert needs_reembed(NOMIC, other_prefix)
     with pytest.raises(ModelMismatch, match="document prefix 'search_document: '"):
         ensure_same_model(NOMIC, other_prefix, "shop")
@@ -94,7 +106,7 @@ def test_a_document_cut_is_part_of_the_index_and_whole_texts_keep_the_old_record
     # [embedding] document_tokens: vectors of texts cut at 128 tokens are not those of whole
     # texts. An index recorded before the setting existed (no key) reads as whole texts and
     # keeps its key, so neither its vectors nor the embedding cache's are lost on an upgrade.
-    lean = EmbeddingModel("local", "all-MiniLM-L6-v2", 384, document_tokens=128)
+    lean = dataclasses.replace(MINILM, document_tokens=128)
     assert EmbeddingModel.from_dict(lean.to_dict()) == lean
     assert lean.to_dict()["document_tokens"] == 128 and "document_tokens" not in MINILM.to_dict()
     assert MINILM.index_key == ("local", "all-MiniLM-L6-v2", 384, "")
@@ -112,7 +124,7 @@ def test_a_document_cut_is_part_of_the_index_and_whole_texts_keep_the_old_record
 
 def test_a_changed_query_prefix_does_not_invalidate_the_index() -> None:
     # Stored vectors depend on the document side only.
-    changed = EmbeddingModel("ollama", "nomic-embed-text:v1.5", 768, "search_document: ", "q: ")
+    changed = dataclasses.replace(NOMIC, query_prefix="q: ")
     assert not needs_reembed(NOMIC, changed)
     ensure_same_model(NOMIC, changed, "shop")
 

@@ -274,7 +274,7 @@ def run(
             f"({sum(q.split == 'tune' for q in questions)} tune, "
             f"{sum(q.split == 'test' for q in questions)} test, "
             f"{sum(q.split == UNSEEN for q in questions)} {UNSEEN}); model "
-            f"{model.identity.describe()}; asked in {time.perf_counter() - started:.0f} s"
+            f"{indexing.identity.describe()}; asked in {time.perf_counter() - started:.0f} s"
             + (f"; vectors from one pass per file ({whole_pass})" if whole_pass else "")
         )
         if absent:
