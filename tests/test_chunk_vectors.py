@@ -59,6 +59,16 @@ def stored(conn: Conn, project: str, path: str) -> dict[str, tuple[str, np.ndarr
     }
 
 
+def assert_own_vector(
+    rows: dict[str, tuple[str, np.ndarray | None]], lone: list[Chunk], embedder: Any, name: str
+) -> None:
+    """The stored vector of the definition `name` is the model's of its own text."""
+    [own] = [d for d in lone if d.symbol == name]
+    [vector] = embedder.embed_documents([embedding_text(own, "cart.py")]).vectors
+    found = rows[name][1]
+    assert found is not None and np.allclose(found, vector, atol=1e-6)
+
+
 def parts_of(source: str, path: str = "cart.py", config: ChunkerConfig | None = None) -> Any:
     result = chunk_file(path, source.encode(), config or ChunkerConfig())
     lone = [chunk for _, chunk in lone_definitions(result)]
@@ -343,10 +353,7 @@ def test_with_rest_a_chunk_holding_definitions_is_the_rest_of_its_lines_alone(
     key, vector = rows["c0"]
     assert key == content_hash(rest[0]) and vector is not None
     assert np.allclose(vector, expected, atol=1e-6)
-    [own] = [d for d in lone if d.symbol == "Cart.add"]
-    [add] = embedder.embed_documents([embedding_text(own, "cart.py")]).vectors
-    found = rows["Cart.add"][1]
-    assert found is not None and np.allclose(found, add, atol=1e-6)
+    assert_own_vector(rows, lone, embedder, "Cart.add")
 
 
 def test_with_outline_the_rest_of_a_chunk_also_holds_its_definitions_signature_lines(
@@ -380,7 +387,4 @@ def test_with_outline_the_rest_of_a_chunk_also_holds_its_definitions_signature_l
     key, vector = rows["c0"]
     assert key == content_hash(outline) and vector is not None
     assert np.allclose(vector, expected, atol=1e-6)
-    [own] = [d for d in lone if d.symbol == "Cart.add"]
-    [add] = embedder.embed_documents([embedding_text(own, "cart.py")]).vectors
-    found = rows["Cart.add"][1]
-    assert found is not None and np.allclose(found, add, atol=1e-6)
+    assert_own_vector(rows, lone, embedder, "Cart.add")

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from indexer.embed import CHUNK_VECTORS
 from indexer.errors import ConfigError
 from rag_server.config import (
     DEFAULT_EF_SEARCH,
@@ -204,8 +205,8 @@ def test_a_document_cut_reaches_the_embedder_and_a_cut_too_short_is_refused(
 def test_the_way_chunks_are_read_reaches_the_embedder_and_an_unknown_one_is_refused(
     tmp_path: Path,
 ) -> None:
-    # [embedding] chunk_vectors: rest (the default), parts or whole, into the recorded identity.
-    for setting in ("whole", "parts", "rest"):
+    # [embedding] chunk_vectors: each way (rest the default) into the recorded identity.
+    for setting in CHUNK_VECTORS:
         text = f"[embedding]\nchunk_vectors = {setting}\n"
         embedder = make_settings_embedder(load_settings(write(tmp_path, text)))
         assert embedder is not None and embedder.identity.chunk_vectors == setting
