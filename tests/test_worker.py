@@ -42,7 +42,9 @@ __all__ = ["own_dsn"]
 ROOT = Path(__file__).resolve().parent.parent
 NOMIC = "nomic-embed-text:v1.5"
 ROWS_FIRST = SweepOptions(files_per_commit=20, defer_vectors=True)
-FILES = 40  # three functions each: about 120 chunks and their definitions, 8 to a batch
+# Three functions each: a chunk and three definitions a file. A claim of 8 chunks takes their
+# files' definitions too, so a batch is 8 files: 40 files make 5 batches.
+FILES = 40
 BATCH = "8"
 WAIT_S = 120.0
 
@@ -90,10 +92,13 @@ def standins() -> Iterator[Callable[..., OllamaStandin]]:
         server.stop()
 
 
-def index_rows_first(db: Database, base: Path, name: str, host: str, model: str = NOMIC) -> int:
-    """A project named `name` written rows first by a sweep with `model`; its pending count."""
+def index_rows_first(
+    db: Database, base: Path, name: str, host: str, model: str = NOMIC, files: int = FILES
+) -> int:
+    """A project named `name` of `files` files written rows first by a sweep with `model`;
+    its pending count."""
     tree = base / name
-    write_tree(tree)
+    write_tree(tree, files)
     project = Project(name, (Root(tree, name),))
     report = sweep_project(db, project, make_embedder("ollama", model, host), ROWS_FIRST)
     assert report.outcome == "ok" and report.vectors_deferred > 0
@@ -266,7 +271,9 @@ def test_a_worker_killed_mid_batch_loses_nothing_and_the_others_finish(
 ) -> None:
     doomed, survivor, server = standins(), standins(), standins()
     name = "shop"
-    index_rows_first(db, work_dir / "src", name, server.url)
+    # 10 batches: when the doomed worker claims its second, the others hold at most two each
+    # (their second waits for the kill), so at least five are left for it to claim.
+    index_rows_first(db, work_dir / "src", name, server.url, files=2 * FILES)
     before = pending_ids(db, name)
     count_vector_writes(db, name)
     meet = threading.Barrier(3, timeout=WAIT_S)
