@@ -474,3 +474,42 @@ def test_a_claim_is_skipped_by_others_and_released_by_a_dead_connection(
         again = store.claim_chunks(conn, schema, 5)
         assert [c.id for c in again] == [c.id for c in mine]
         conn.rollback()
+
+
+def test_the_definitions_of_a_file_whose_chunk_is_claimed_are_left_to_its_claim(
+    db: Database, own_dsn: str, work_dir: Path, standins: Callable[..., OllamaStandin]
+) -> None:
+    # With each line read once a chunk is made of its definitions' parts. A process with no
+    # chunk left to claim takes only definitions of files with no chunk pending: one of a file
+    # whose chunk another process holds is that claim's, or both would ask for the same part.
+    server = standins()
+    name = "shop"
+    index_rows_first(db, work_dir / "src", name, server.url, files=3)
+    schema = Schema(name)
+    holder = psycopg.connect(own_dsn)
+    try:
+        chunks = store.claim_chunks(holder, schema, 1)
+        held = {c.file_id for c in chunks}
+        with db.connection() as conn:
+            lone = store.claim_definitions(conn, schema, 100, lone=True)
+            assert lone == []  # every file still has its chunk pending
+            conn.rollback()
+            every = store.claim_definitions(conn, schema, 100)
+            assert held <= {d.file_id for d in every}  # without the rule, a held file's too
+            conn.rollback()
+        mine = store.claim_definitions_of_files(holder, schema, sorted(held))
+        assert mine and {d.file_id for d in mine} == held
+    finally:
+        holder.close()
+    # Once a file's chunks have their vectors, its definitions left pending are anyone's.
+    report = embed_pending(
+        db, Project(name, ()), make_embedder("ollama", NOMIC, server.url), batch=int(BATCH)
+    )
+    assert report.outcome == "ok" and pending(db, name) == 0
+    with db.connection() as conn:
+        conn.execute(
+            pgsql.SQL("UPDATE {}.rag_symbol SET embedding = NULL").format(pgsql.Identifier(name))
+        )
+        found = store.claim_definitions(conn, schema, 100, lone=True)
+        assert len(found) == 9  # three files of three definitions
+        conn.rollback()

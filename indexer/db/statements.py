@@ -441,6 +441,21 @@ SELECT s.id, s.content_sha256, s.qualified_name, s.kind, s.start_line, s.end_lin
 # rewriting the file waits at its rows for the batch in flight, and nothing waits on a sweep.
 CLAIM_CHUNKS = PENDING_CHUNKS + "   FOR UPDATE OF c SKIP LOCKED\n"
 CLAIM_DEFINITIONS = PENDING_DEFINITIONS + "   FOR UPDATE OF s SKIP LOCKED\n"
+# With each line read once, the pending definitions of files with no chunk pending: those of a
+# file whose chunk is pending are claimed with it (CLAIM_DEFINITIONS_OF_FILES), so no two
+# processes ask the model for the same part, one for the definition and one for its chunk.
+CLAIM_LONE_DEFINITIONS = """
+SELECT s.id, s.content_sha256, s.qualified_name, s.kind, s.start_line, s.end_line, s.file_id,
+       f.repo, f.path, f.language
+  FROM {schema}.rag_symbol s
+  JOIN {schema}.rag_file f ON f.id = s.file_id
+ WHERE s.embedding IS NULL AND s.content_sha256 IS NOT NULL AND f.error IS NULL
+   AND NOT EXISTS (SELECT 1 FROM {schema}.rag_chunk c
+                    WHERE c.file_id = s.file_id AND c.embedding IS NULL)
+ ORDER BY s.id
+ LIMIT %(limit)s
+   FOR UPDATE OF s SKIP LOCKED
+"""
 # With each line read once (`chunk_vectors = parts`) a chunk and the definitions inside it share
 # their parts: a claim of chunks takes the pending definitions of their files too, and reads
 # every chunk and definition of those files, whose parts depend on one another.

@@ -565,11 +565,13 @@ def claim_chunks(conn: Conn, schema: Schema, limit: int) -> list[PendingChunk]:
     return typed_rows(conn, PendingChunk, schema.sql(statements.CLAIM_CHUNKS), {"limit": limit})
 
 
-def claim_definitions(conn: Conn, schema: Schema, limit: int) -> list[PendingDefinition]:
-    """`pending_definitions`, claimed as `claim_chunks` claims chunks."""
-    return typed_rows(
-        conn, PendingDefinition, schema.sql(statements.CLAIM_DEFINITIONS), {"limit": limit}
-    )
+def claim_definitions(
+    conn: Conn, schema: Schema, limit: int, lone: bool = False
+) -> list[PendingDefinition]:
+    """`pending_definitions`, claimed as `claim_chunks` claims chunks; `lone`: only those of
+    files with no chunk pending (the others go with their chunks, `claim_definitions_of_files`)."""
+    sql = statements.CLAIM_LONE_DEFINITIONS if lone else statements.CLAIM_DEFINITIONS
+    return typed_rows(conn, PendingDefinition, schema.sql(sql), {"limit": limit})
 
 
 def claim_definitions_of_files(

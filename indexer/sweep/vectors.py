@@ -495,7 +495,7 @@ class _Phase:
             if len(chunks) + len(definitions) < self.batch:
                 room = self.batch - len(chunks) - len(definitions)
                 taken = {d.id for d in definitions}
-                more = store.claim_definitions(conn, schema, room)
+                more = store.claim_definitions(conn, schema, room, lone=self.parts)
                 definitions += [d for d in more if d.id not in taken]
             if not (chunks or definitions) or not self._still_same_model():
                 conn.rollback()
