@@ -595,9 +595,12 @@ class Service:
     def status(self, name: str) -> dict[str, Any]:
         """What `./bld status` shows for one project, plus what only the server knows:
         whether a sweep runs now, how the last one of this process ended, the next one."""
-        data = self.index_status(name).to_dict()
+        # This process's runs are read before the database: a run seen ended here has its
+        # report and rows in what is read next, so the two never disagree (an ended run beside
+        # the index as it was before that run).
         active = self.active_run(name)
         last = self.last_run(name)
+        data = self.index_status(name).to_dict()
         running_here = active is not None and active.started_at is not None
         data.update(
             # The database sees sweeps of every process (their advisory locks), we see ours.
