@@ -88,6 +88,18 @@ def symbols_named(served: Served, project: str, name: str) -> list[str]:
     return [f"{s['repo']}/{s['path']}" for s in found if s["name"] == name]
 
 
+def ended_run(served: Served, project: str, trigger: str) -> dict[str, Any]:
+    """The last sweep this server ran of `project`, once one started by `trigger` has ended. A
+    sweep commits its rows before it ends (its vectors, its record follow), so what a search
+    sees can come first."""
+
+    def ended() -> dict[str, Any] | None:
+        last = call(served, project, "index_status", {})["last_run"]
+        return last if last and last["trigger"] == trigger else None
+
+    return wait_for(ended, DEADLINE_S, f"a sweep of {project} by {trigger} to end")
+
+
 @pytest.fixture
 def followed(
     work_dir: Path, ollama_standin: OllamaStandin, database: Database
@@ -126,9 +138,8 @@ def test_a_project_added_to_the_file_is_served_swept_and_watched(
             "the added project's first sweep",
         )
         assert found == ["garden/plants/water.go"]
+        assert ended_run(served, garden.name, "config")["outcome"] == "ok"
         status = call(served, garden.name, "index_status", {})
-        assert status["last_run"]["trigger"] == "config"
-        assert status["last_run"]["outcome"] == "ok"
         assert status["next_sweep_at"]  # its interval job is planned
         assert served.service.endpoint(group).names == (shop.name, garden.name)
         assert symbols_named(served, shop.name, "retry_with_backoff") == ["shop/net/retry.py"]
@@ -207,8 +218,7 @@ def test_a_changed_project_follows_its_new_globs_and_roots(
         DEADLINE_S,
         "the sweep under the new globs",
     )
-    last = call(served, shop.name, "index_status", {})["last_run"]
-    assert last["trigger"] == "config" and last["outcome"] == "ok"
+    assert ended_run(served, shop.name, "config")["outcome"] == "ok"
     assert symbols_named(served, shop.name, "retry_with_backoff") == ["shop/net/retry.py"]
 
     extra = work_dir / "extra"
