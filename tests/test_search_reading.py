@@ -24,7 +24,6 @@ from indexer.search.reading import (
     read_query,
     report_text,
     without_template,
-    written_names,
 )
 from indexer.sweep import SweepOptions, sweep_project
 from tests.ollama_standin import OllamaStandin, ollama_standin
@@ -253,28 +252,3 @@ def test_a_report_gets_every_hit_it_asks_for_when_that_many_files_hold_its_words
     hits = search_code(database, project, None, report, top_k=20, ranking=ranking)
     assert len(hits) == 20
     assert {h.path for h in hits[:2]} == {"lib/m0.rb", "lib/m1.rb"}
-
-
-def test_a_report_lifts_the_file_whose_name_it_writes_out_in_words(
-    database: Any, project_name: str, work_dir: Path
-) -> None:
-    root = work_dir / "src"
-    project_with_report_words(root)
-    write(
-        root,
-        "lib/shop/checks/dangling_receipt.rb",
-        "module Shop\n  def self.flag(lines)\n    lines.select(&:orphan?)\n  end\nend\n",
-    )
-    report = (
-        "Wrong warning from the shop checks\n\n"
-        + "The zip action and the runner fail on the archive path. " * 12
-        + "\nThe log says: dangling receipt."
-    )
-    assert "danglingreceipt" in written_names(report)
-    assert "zipaction" in written_names(report)  # every run of two to four words of a line
-    project = model_free(database, project_name, root)
-    named = replace(LONG, long_name_weight=0.5)
-    lifted = search_code(database, project, None, report, top_k=10, ranking=named)
-    assert lifted[0].path == "lib/shop/checks/dangling_receipt.rb"
-    plain = search_code(database, project, None, report, top_k=10, ranking=LONG)
-    assert [h.path for h in plain].index("lib/shop/checks/dangling_receipt.rb") > 0

@@ -162,17 +162,6 @@ def files_named(
     return [(r[0], r[1]) for r in rows]
 
 
-def files_written(
-    conn: Conn, schema: Schema, keys: Sequence[str], filters: Mapping[str, Any], limit: int
-) -> list[tuple[int, str, str]]:
-    """(file id, path, key) of indexed files whose name key is one of `keys`, at most `limit`."""
-    if not keys:
-        return []
-    params = {**filters, "keys": list(keys), "limit": limit}
-    rows = conn.execute(schema.sql(queries.FILES_WRITTEN), params, prepare=False).fetchall()
-    return [(r[0], r[1], r[2]) for r in rows]
-
-
 def chunks_at_lines(
     conn: Conn, schema: Schema, places: Sequence[tuple[int, int | None]]
 ) -> list[tuple[int, int]]:

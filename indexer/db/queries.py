@@ -213,23 +213,6 @@ SELECT f.id, f.path
  LIMIT %(limit)s
 """
 )
-# The files whose name key (the file name before its first dot, lowercased, letters and digits
-# only) is one of `keys`, with it.
-FILES_WRITTEN = (
-    """
-SELECT f.id, f.path, k.key
-  FROM {schema}.rag_file f
- CROSS JOIN LATERAL (
-       SELECT lower(regexp_replace(split_part(regexp_replace(f.path, '^.*/', ''), '.', 1),
-                                   '[^A-Za-z0-9]', '', 'g')) AS key) k
- WHERE k.key = ANY(%(keys)s)
-"""
-    + _SEARCH_FILTERS
-    + """
- ORDER BY f.id
- LIMIT %(limit)s
-"""
-)
 # Per (file, line) asked for, in order: the file's chunk holding the line (the innermost, when
 # definitions nest), or its first chunk when no line is given or none holds it.
 CHUNK_AT_LINE = """

@@ -56,10 +56,6 @@ QUESTION_OPENING_RE = re.compile(
 MIN_QUESTION_WORDS = 3
 # The files read to resolve the names a query mentions (`mentioned_chunks`).
 MAX_NAMED_FILES = 200
-# A report's file names written out in words (`written_chunks`): a key shared by more files
-# names none of them; at most this many files are lifted.
-MAX_WRITTEN_SHARED = 3
-MAX_WRITTEN_FILES = 12
 
 
 def vector_query(query: str) -> str:
@@ -137,27 +133,6 @@ def mentioned_chunks(
             places.setdefault(ids[path], (mention.line, path))
     found = lookup.chunks_at_lines(conn, schema, [(f, line) for f, (line, _) in places.items()])
     return [ChunkFile(chunk_id, file_id, places[file_id][1]) for chunk_id, file_id in found]
-
-
-def written_chunks(
-    conn: Conn, schema: Schema, keys: Sequence[str], filters: Mapping[str, Any]
-) -> list[ChunkFile]:
-    """The first chunks of the files whose names a report writes out in words
-    (`reading.written_names`), in the order it writes them: a key more than
-    MAX_WRITTEN_SHARED files share names none of them; at most MAX_WRITTEN_FILES files."""
-    by_key: dict[str, list[tuple[int, str]]] = {}
-    for file_id, path, key in lookup.files_written(conn, schema, keys, filters, MAX_NAMED_FILES):
-        by_key.setdefault(key, []).append((file_id, path))
-    places: dict[int, str] = {}
-    for key in keys:
-        files = by_key.get(key, [])
-        if len(files) > MAX_WRITTEN_SHARED:
-            continue
-        for file_id, path in files:
-            if len(places) < MAX_WRITTEN_FILES:
-                places.setdefault(file_id, path)
-    found = lookup.chunks_at_lines(conn, schema, [(f, None) for f in places])
-    return [ChunkFile(chunk_id, file_id, places[file_id]) for chunk_id, file_id in found]
 
 
 def vector_param(vector: Sequence[float]) -> Any:

@@ -114,9 +114,6 @@ class Ranking:
     # Added to the fused score of the chunk at each file a long query names (a frame, a
     # path), before demotion: the lift of being named. 0: names are not looked up.
     mention_weight: float = 0.5
-    # Added, as `mention_weight` is, to the first chunk of each file whose name a long query
-    # writes out as two to four consecutive words (`reading.written_names`). 0: not looked up.
-    long_name_weight: float = 0.0
     # Whether this ranking runs the keyword side alone, with no vector side (`alone()`).
     keyword_alone: bool = False
 
@@ -164,8 +161,6 @@ class Candidates:
     files: dict[int, ChunkFile] = field(default_factory=dict)
     # The chunks at the files a long query names, in the order it names them (`reading.py`).
     mentioned: list[int] = field(default_factory=list)
-    # The first chunks of the files whose names a long query writes out in words.
-    written: list[int] = field(default_factory=list)
 
 
 def scored(ranked: Sequence[Ranked]) -> tuple[list[int], list[float]]:
@@ -194,8 +189,6 @@ def fuse(
     scores = _score_fusion(candidates, ranking)
     for chunk_id in candidates.mentioned:
         scores[chunk_id] = scores.get(chunk_id, 0.0) + ranking.mention_weight
-    for chunk_id in candidates.written:
-        scores[chunk_id] = scores.get(chunk_id, 0.0) + ranking.long_name_weight
     if demoted:
         for chunk_id in demoted:
             if chunk_id in scores:
@@ -250,13 +243,10 @@ def _fuse_files(
         if file_id in files:
             heads.setdefault(file_id, chunk_id)
     named = {file_of.get(chunk_id) for chunk_id in candidates.mentioned}
-    written = {file_of.get(chunk_id) for chunk_id in candidates.written}
     for file_id, head in heads.items():
         whole = sum(share * best.get(file_id, 0.0) for share, best in sides)
         if file_id in named:
             whole += ranking.mention_weight
-        if file_id in written:
-            whole += ranking.long_name_weight
         if head in demoted:
             whole *= ranking.demote
         scores[head] += ranking.file_fusion * (whole - scores[head])

@@ -285,7 +285,6 @@ class _Lists:
             self.reading.mentions,
             self.reading.verbatim,
             self.top_k,
-            self.reading.written,
         )
 
     def check_model(self, conn: Conn, model: EmbeddingModel) -> None:
@@ -326,7 +325,6 @@ class _Lists:
             *candidates.exact,
             *candidates.verbatim,
             *candidates.mentioned,
-            *candidates.written,
         }
         files = {cid: candidates.files[cid] for cid in ids if cid in candidates.files}
         files |= chunk_files(conn, self.parts, sorted(ids - files.keys()))

@@ -24,7 +24,6 @@ from indexer.search.candidates import (
     nearest,
     query_identifiers,
     shaping_rows,
-    written_chunks,
 )
 from indexer.search.fusion import Candidates, Ranking, files_of, global_id, part_of, scored
 from indexer.search.keyword import TermStatsCache, keyword_candidates, merged_stats, read_term_stats
@@ -67,7 +66,6 @@ def other_candidates(
     mentions: Sequence[Mention] = (),
     verbatim: bool = True,
     top_k: int = 0,
-    written: Sequence[str] = (),
 ) -> Candidates:
     """Every list but the vector one, over every part: the keyword list (unless `keyword` is
     False), the exact symbol matches, the verbatim identifiers (with the keyword side) and
@@ -104,15 +102,8 @@ def other_candidates(
                 ChunkFile(global_id(p.index, c.chunk_id), global_id(p.index, c.file_id), c.path)
                 for c in mentioned_chunks(conn, p.schema, mentions, p.filters)
             )
-    lifted_files: list[ChunkFile] = []
-    if written:
-        for p in parts:
-            lifted_files.extend(
-                ChunkFile(global_id(p.index, c.chunk_id), global_id(p.index, c.file_id), c.path)
-                for c in written_chunks(conn, p.schema, written, p.filters)
-            )
     keyword_ids, keyword_scores = scored(found)
-    files = files_of(found) | {c.chunk_id: c for c in named} | {c.chunk_id: c for c in lifted_files}
+    files = files_of(found) | {c.chunk_id: c for c in named}
     return Candidates(
         [],
         keyword_ids,
@@ -121,7 +112,6 @@ def other_candidates(
         keyword_scores=keyword_scores,
         files=files,
         mentioned=[c.chunk_id for c in named],
-        written=[c.chunk_id for c in lifted_files],
     )
 
 

@@ -30,15 +30,12 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from indexer.lexical import IDENTIFIER_RE, split_identifier
 from indexer.search.fusion import Ranking
 from indexer.search.roles import is_data
 
 # At most this many files named by a query are looked up: the first ones (a traceback's
 # first frames, the paths of its opening lines).
 MAX_MENTIONS = 12
-# A report's file names written out in words (`written_names`): its first this many words.
-MAX_WRITTEN_WORDS = 400
 
 _COMMENT = re.compile(r"<!--.*?(?:-->|$)", re.DOTALL)
 _CHECKBOX = re.compile(r"^[ \t]*(?:[-*+]|\d+\.)[ \t]+\[[ xX]?\].*$", re.MULTILINE)
@@ -80,8 +77,6 @@ class Reading:
     # What the vector side embeds (`candidates.vector_query` reads it further); None: `text`.
     vector_text: str | None = None
     long: bool = False  # read as a report
-    # The name keys of files a report may write out in words (`written_names`).
-    written: tuple[str, ...] = ()
 
     @property
     def embedded(self) -> str:
@@ -103,29 +98,7 @@ def read_query(query: str, ranking: Ranking) -> Reading:
         ranking.long_verbatim,
         text[: ranking.long_vector_chars] if ranking.long_vector_chars else None,
         long=True,
-        written=written_names(text) if ranking.long_name_weight > 0 else (),
     )
-
-
-def written_names(text: str) -> tuple[str, ...]:
-    """Each run of two to four consecutive words of a line of `text` (an identifier counts as
-    its words), joined and lowercased, in the order first written, over its first
-    MAX_WRITTEN_WORDS words: the name keys ("commented out code": `commentedoutcode`) a file
-    named so (`commented_out_code.rs`) would have."""
-    keys: dict[str, None] = {}
-    left = MAX_WRITTEN_WORDS
-    for line in text.splitlines():
-        if left <= 0:
-            break
-        words = [w for found in IDENTIFIER_RE.findall(line) for w in split_identifier(found) if w][
-            :left
-        ]
-        left -= len(words)
-        for i in range(len(words)):
-            for n in (2, 3, 4):
-                if i + n <= len(words):
-                    keys.setdefault("".join(words[i : i + n]), None)
-    return tuple(keys)
 
 
 def title(query: str) -> str:
