@@ -78,3 +78,16 @@ def test_the_validator_refuses_bad_rows() -> None:
     moved = replace(first, split="test" if first.split == "tune" else "tune")
     assert any("rule says" in p for p in qmod.validate([moved, *questions[1:]]))
     assert any("used twice" in p for p in qmod.validate([first, *questions]))
+
+
+def test_the_fresh_set_passes_its_offline_checks_and_shares_nothing_with_the_rest() -> None:
+    fresh, problems = qmod.load(qmod.FRESH)
+    assert problems == []
+    assert qmod.validate(fresh, fresh=True) == []
+    assert {q.split for q in fresh} == {qmod.FRESH_SPLIT}
+    assert len({q.language for q in fresh}) >= 2
+    used = committed()
+    assert not {q.repo for q in fresh} & {q.repo for q in used}
+    # A row of questions.jsonl, or one of another split, is refused by the fresh rules.
+    assert qmod.validate([*fresh, used[0]], fresh=True)
+    assert qmod.validate([replace(fresh[0], split="test"), *fresh[1:]], fresh=True)

@@ -12,6 +12,11 @@ the first third (rounded down) of them, leaving out any repository another in-re
 The rest: per repository, questions sorted by a hash of their id, the lowest-hashed TUNE_SHARE
 tune, the rest test, so every repository with two or more questions is in both.
 
+Fresh. `fresh.jsonl` beside this file is a held-out set from other sources (fresh.py;
+README.md, "A fresh set"), measured once and never tuned on: the same rows and rules, every
+split FRESH_SPLIT, no repository or id of questions.jsonl (the tune/test/unseen rule applies
+to questions.jsonl only; `validate --data fresh` checks it by these rules).
+
 `validate` fails on: a row whose fields are not FIELDS, an id not SWE-bench's
 `<owner>__<name>-<number>` or used twice, a repository that is reserved for evaluation
 (reserved.txt, by bench/eval/reserved.py's rule), in SWE-bench's test split, a fork of a
@@ -28,6 +33,7 @@ with fewer than two languages.
     .venv/bin/python -m bench.eval.long.questions validate            # with the mirrors
     .venv/bin/python -m bench.eval.long.questions validate --offline  # the data alone
     .venv/bin/python -m bench.eval.long.questions stats
+    .venv/bin/python -m bench.eval.long.questions validate --data fresh  # fresh.jsonl
 """
 
 from __future__ import annotations
@@ -48,6 +54,8 @@ from chunkers import detect_language
 
 HERE = Path(__file__).resolve().parent
 DATA = HERE / "questions.jsonl"
+FRESH = HERE / "fresh.jsonl"  # the held-out set from other sources (fresh.py)
+FRESH_SPLIT = "fresh"  # fresh.jsonl's one split
 FIELDS = (
     "id", "repo", "language", "source", "base_commit", "created_at", "split", "query",
     "targets", "functions", "other_files",
@@ -58,8 +66,8 @@ CAP_PER_REPO = 20  # questions kept per repository, the lowest-hashed ids
 ID_RE = re.compile(r"[A-Za-z0-9_.-]+__[A-Za-z0-9_.-]+-\d+")
 REPO_RE = re.compile(r"[a-z0-9_.-]+/[a-z0-9_.-]+")  # SWE-bench writes them lowercase
 COMMIT_RE = re.compile(r"[0-9a-f]{40}")
-LANGUAGES = ("c", "cpp", "go", "html", "java", "javascript", "php", "python", "ruby", "rust",
-             "typescript")  # fmt: skip
+LANGUAGES = ("c", "cpp", "go", "html", "java", "javascript", "kotlin", "php", "python", "ruby",
+             "rust", "typescript")  # fmt: skip
 
 # SWE-bench's test split: its twelve repositories are never part of this eval.
 SWE_BENCH_TEST = frozenset(
@@ -244,9 +252,13 @@ def write(questions: Sequence[Question], path: Path = DATA) -> None:
     path.write_text("\n".join(lines) + "\n")
 
 
-def validate(questions: Sequence[Question], mirrors: Path | None = None) -> list[str]:
+def validate(
+    questions: Sequence[Question], mirrors: Path | None = None, fresh: bool = False
+) -> list[str]:
     """The problems of the questions; with `mirrors` (the folder of the repositories' bare
-    git mirrors, trees.py) also each base commit and target file against the mirror."""
+    git mirrors, trees.py) also each base commit and target file against the mirror. `fresh`:
+    the rules of fresh.jsonl (every split FRESH_SPLIT, no repository or id of questions.jsonl)
+    instead of the tune/test/unseen rule."""
     problems: list[str] = []
     seen: set[str] = set()
     refused: dict[str, str | None] = {}
@@ -269,7 +281,9 @@ def validate(questions: Sequence[Question], mirrors: Path | None = None) -> list
             problems.append(f"{where}: base commit {q.base_commit!r} is not 40 hex digits")
         if not q.text.strip():
             problems.append(f"{where}: empty query")
-        if q.split not in SPLITS:
+        if fresh and q.split != FRESH_SPLIT:
+            problems.append(f"{where}: split {q.split!r} is not {FRESH_SPLIT!r}")
+        elif not fresh and q.split not in SPLITS:
             problems.append(f"{where}: split {q.split!r} is not one of {SPLITS}")
         if not q.targets:
             problems.append(f"{where}: no target file")
@@ -285,18 +299,14 @@ def validate(questions: Sequence[Question], mirrors: Path | None = None) -> list
         for path, name in q.functions:
             if path not in q.targets or not name:
                 problems.append(f"{where}: function {path}::{name} is not in a target")
-    problems += _splits(questions)
+    problems += _fresh(questions) if fresh else _splits(questions)
     if mirrors is not None:
         problems += _against_mirrors(questions, mirrors)
     return problems
 
 
 def _splits(questions: Sequence[Question]) -> list[str]:
-    problems: list[str] = []
-    per_repo = Counter(q.repo for q in questions)
-    for repo, n in sorted(per_repo.items()):
-        if n > CAP_PER_REPO:
-            problems.append(f"{repo}: {n} questions, at most {CAP_PER_REPO}")
+    problems = _cap(questions)
     wanted = assign_splits(questions)
     for q in questions:
         if q.split != wanted[q.qid]:
@@ -308,9 +318,32 @@ def _splits(questions: Sequence[Question]) -> list[str]:
     return problems
 
 
-def warnings(questions: Sequence[Question]) -> list[str]:
+def _cap(questions: Sequence[Question]) -> list[str]:
+    per_repo = Counter(q.repo for q in questions)
+    return [
+        f"{repo}: {n} questions, at most {CAP_PER_REPO}"
+        for repo, n in sorted(per_repo.items())
+        if n > CAP_PER_REPO
+    ]
+
+
+def _fresh(questions: Sequence[Question]) -> list[str]:
+    """fresh.jsonl's rules: at most CAP_PER_REPO a repository, and nothing of questions.jsonl
+    (its repositories, its ids)."""
+    problems = _cap(questions)
+    used, _ = load(DATA)
+    repos, ids = {q.repo for q in used}, {q.qid for q in used}
+    for q in questions:
+        if q.repo in repos:
+            problems.append(f"{q.qid}: {q.repo} is a repository of {DATA.name}")
+        if q.qid in ids:
+            problems.append(f"{q.qid}: an id of {DATA.name}")
+    return problems
+
+
+def warnings(questions: Sequence[Question], splits: Sequence[str] = SPLITS) -> list[str]:
     out = []
-    for split in SPLITS:
+    for split in splits:
         langs = {q.language for q in questions if q.split == split}
         if len(langs) < 2:
             out.append(f"{split}: {len(langs)} language(s)")
@@ -344,16 +377,16 @@ def _against_mirrors(questions: Sequence[Question], mirrors: Path) -> list[str]:
     return problems
 
 
-def stats(questions: Sequence[Question]) -> str:
+def stats(questions: Sequence[Question], splits: Sequence[str] = SPLITS) -> str:
     """Questions per language and split (repositories in brackets)."""
     lines = [
-        "| language | questions | repositories | tune | test | unseen |",
-        "|---|---:|---:|---:|---:|---:|",
+        "| language | questions | repositories | " + " | ".join(splits) + " |",
+        "|---|---:|---:|" + "---:|" * len(splits),
     ]
     for lang in [*sorted({q.language for q in questions}), "all"]:
         qs = [q for q in questions if lang in ("all", q.language)]
         cells = []
-        for split in SPLITS:
+        for split in splits:
             mine = [q for q in qs if q.split == split]
             cells.append(f"{len(mine)} ({len({q.repo for q in mine})})")
         n_repos = len({q.repo for q in qs})
@@ -366,10 +399,16 @@ def stats(questions: Sequence[Question]) -> str:
     langs = repo_languages(questions)
     for repo in sorted(langs):
         qs = [q for q in questions if q.repo == repo]
-        splits = "/".join(sorted({q.split for q in qs}, key=SPLITS.index))
+        in_splits = "/".join(sorted({q.split for q in qs}, key=list(splits).index))
         n_targets = sum(len(q.targets) for q in qs)
-        lines.append(f"| {repo} | {langs[repo]} | {splits} | {len(qs)} | {n_targets} |")
+        lines.append(f"| {repo} | {langs[repo]} | {in_splits} | {len(qs)} | {n_targets} |")
     return "\n".join(lines)
+
+
+def data_path(name: str) -> Path:
+    """`fresh` or `questions` (the files beside this one), else a path; a file named like
+    fresh.jsonl is checked by its rules."""
+    return {"fresh": FRESH, "questions": DATA}.get(name, Path(name))
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -377,15 +416,22 @@ def main(argv: list[str] | None = None) -> None:
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("command", choices=("validate", "stats"))
-    ap.add_argument("--data", type=Path, default=DATA)
+    ap.add_argument(
+        "--data",
+        type=data_path,
+        default=DATA,
+        help="questions.jsonl (the default), `fresh` (fresh.jsonl, its rules) or a path",
+    )
     ap.add_argument("--mirrors", type=Path, default=MIRRORS)
     ap.add_argument("--offline", action="store_true", help="check the data alone, no mirrors")
     args = ap.parse_args(argv)
+    fresh = args.data.name == FRESH.name
+    splits = (FRESH_SPLIT,) if fresh else SPLITS
     questions, problems = load(args.data)
-    print(stats(questions))
+    print(stats(questions, splits))
     if args.command == "stats":
         return
-    problems += validate(questions, None if args.offline else args.mirrors)
+    problems += validate(questions, None if args.offline else args.mirrors, fresh)
     n_targets = sum(len(q.targets) for q in questions)
     print(
         f"\n{len(questions)} questions ({n_targets} target files), "
@@ -393,7 +439,7 @@ def main(argv: list[str] | None = None) -> None:
         f"{len({q.language for q in questions})} languages"
         + ("; mirrors not read (--offline)" if args.offline else f"; mirrors in {args.mirrors}")
     )
-    for w in warnings(questions):
+    for w in warnings(questions, splits):
         print(f"warning: {w}")
     if problems:
         print(f"\n{len(problems)} problem(s):\n  " + "\n  ".join(problems))

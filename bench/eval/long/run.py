@@ -21,6 +21,10 @@ per language, with a paired bootstrap against BM25.
     .venv/bin/python -m bench.eval.long.run --split test --mode hybrid --json out.json
     .venv/bin/python -m bench.eval.long.run --split unseen --semble
     .venv/bin/python -m bench.eval.long.run --split tune --try long:long_query_chars=400
+    .venv/bin/python -m bench.eval.long.run --split fresh --semble --cache bench/.cache/long-fresh
+
+`--split fresh` asks fresh.jsonl's questions (the held-out set from other sources, measured
+once and never tuned on; README.md, "A fresh set") instead of questions.jsonl's.
 
 `--try NAME:key=value,...` (again for more) adds a row of the product with those fields of its
 `Ranking` changed (`bench/eval/run.py`'s `ranking_of`), asked on the same index right after the
@@ -118,8 +122,9 @@ def run(
     log: Callable[[str], None] = print,
     tries: Sequence[tuple[str, Ranking]] = (),
 ) -> dict[str, list[LongScore]]:
-    questions, problems = qmod.load()
-    problems += qmod.validate(questions, mirrors)
+    fresh = split == qmod.FRESH_SPLIT  # fresh.jsonl, the held-out set measured once
+    questions, problems = qmod.load(qmod.FRESH if fresh else qmod.DATA)
+    problems += qmod.validate(questions, mirrors, fresh)
     if problems:
         raise SystemExit(f"questions: {len(problems)} problem(s):\n  " + "\n  ".join(problems))
     chosen = [q for q in questions if q.split == split and (not repos or q.repo in repos)]
@@ -289,7 +294,7 @@ def write_json(
 
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--split", choices=qmod.SPLITS, default="test")
+    ap.add_argument("--split", choices=(*qmod.SPLITS, qmod.FRESH_SPLIT), default="test")
     ap.add_argument("--mode", choices=tuple(MODES), default="none")
     ap.add_argument("--json", type=Path, default=None, help="write per-question results here")
     ap.add_argument("--semble", action="store_true", help="also semble's ranking, no model")
