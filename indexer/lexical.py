@@ -91,16 +91,16 @@ def path_terms_text(path: str) -> str:
     return terms_text(path.replace("/", " ").replace(".", " "))
 
 
-def query_terms(query: str, cap: int = MAX_QUERY_TERMS) -> list[str]:
-    """Distinct terms of a query, in order of first appearance, the first `cap`; function
-    words are dropped unless nothing else is left (a query of only "is it" still searches),
-    or unless the query writes them as names (`named_words`)."""
+def query_terms(query: str) -> list[str]:
+    """Distinct terms of a query, in order of first appearance, capped; function words are
+    dropped unless nothing else is left (a query of only "is it" still searches), or unless
+    the query writes them as names (`named_words`)."""
     seen: dict[str, None] = {}
     for term in terms(query):
         seen.setdefault(term, None)
     named = named_words(query)
     words = [w for w in seen if w not in STOPWORDS or w in named] or list(seen)
-    return words[:cap]
+    return words[:MAX_QUERY_TERMS]
 
 
 def named_words(query: str) -> frozenset[str]:

@@ -12,7 +12,6 @@ from typing import Any
 
 import numpy as np
 
-from indexer import lexical
 from indexer.db import Conn, Schema
 from indexer.project import Project, Root
 from indexer.search import search_code
@@ -253,27 +252,3 @@ def test_a_report_gets_every_hit_it_asks_for_when_that_many_files_hold_its_words
     hits = search_code(database, project, None, report, top_k=20, ranking=ranking)
     assert len(hits) == 20
     assert {h.path for h in hits[:2]} == {"lib/m0.rb", "lib/m1.rb"}
-
-
-def test_a_report_keyword_side_reads_as_many_of_its_first_terms_as_the_ranking_says(
-    database: Any, project_name: str, work_dir: Path
-) -> None:
-    root = work_dir / "src"
-    project_with_report_words(root)
-    write(root, "lib/shop/ledger.rb", "module Shop\n  def self.reconcile_ledger\n  end\nend\n")
-    words = (
-        "alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima mike "
-        "november oscar papa quebec romeo sierra tango"
-    ).split()
-    opening = " ".join(words)
-    report = f"{opening}\n\nLater on the ledger reconcile step breaks. " + "Nothing else. " * 40
-    assert lexical.query_terms(report, 8) == words[:8]
-    project = model_free(database, project_name, root)
-    whole = replace(LONG, long_query_terms=32)
-    found = search_code(database, project, None, report, top_k=10, ranking=whole)
-    assert found and found[0].path == "lib/shop/ledger.rb"  # its 21st and 22nd terms
-    cut = replace(LONG, long_query_terms=16)
-    assert all(
-        h.path != "lib/shop/ledger.rb"
-        for h in search_code(database, project, None, report, top_k=10, ranking=cut)
-    )

@@ -127,10 +127,10 @@ _TERM_SCORE = (
 
 
 def keyword_candidates_idf(terms: int) -> str:
-    """The weighted ranker for `terms` query terms (1..256). One sum in the row, not a subquery
+    """The weighted ranker for `terms` query terms (1..64). One sum in the row, not a subquery
     over the term arrays per row: it ranks in about 60% of the time."""
-    if not 1 <= terms <= 256:
-        raise ValueError(f"the keyword ranker takes 1 to 256 terms, got {terms}")
+    if not 1 <= terms <= 64:
+        raise ValueError(f"the keyword ranker takes 1 to 64 terms, got {terms}")
     score = " + ".join(_TERM_SCORE.format(i=i) for i in range(1, terms + 1))
     return _KEYWORD_CANDIDATES_IDF.format(score=score)
 

@@ -114,9 +114,6 @@ class Ranking:
     # Added to the fused score of the chunk at each file a long query names (a frame, a
     # path), before demotion: the lift of being named. 0: names are not looked up.
     mention_weight: float = 0.5
-    # How many of a long query's first distinct terms the keyword side reads (its title and
-    # opening); 0: `lexical.MAX_QUERY_TERMS`, as any query's.
-    long_query_terms: int = 16
     # Whether this ranking runs the keyword side alone, with no vector side (`alone()`).
     keyword_alone: bool = False
 

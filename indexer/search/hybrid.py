@@ -285,7 +285,6 @@ class _Lists:
             self.reading.mentions,
             self.reading.verbatim,
             self.top_k,
-            self.ranking.long_query_terms if self.reading.long else 0,
         )
 
     def check_model(self, conn: Conn, model: EmbeddingModel) -> None:

@@ -132,7 +132,6 @@ def keyword_candidates(
     term_stats: TermStatsCache | None = None,
     stats: TermStats | None = None,
     files: int = 0,
-    max_terms: int = 0,
 ) -> list[Ranked]:
     """The keyword ranker's list for `query` with its scores, best first (see `Ranking`); the
     term statistics `stats` (a group's), or the project's from `term_stats`, or read now.
@@ -140,9 +139,8 @@ def keyword_candidates(
     When the rarest terms alone match rows of fewer than `files` files (a search's top_k), the
     match widens to every term of the query: an answer holds as many hits as it asks for
     whenever that many files hold the query's words. Only then does a common word's rows get
-    ranked (at most `ranking.max_ranked` of them). `max_terms`: how many of the query's first
-    distinct terms are read (0: `lexical.MAX_QUERY_TERMS`)."""
-    words = lexical.query_terms(query, max_terms or lexical.MAX_QUERY_TERMS)
+    ranked (at most `ranking.max_ranked` of them)."""
+    words = lexical.query_terms(query)
     if not words:
         return []
     if stats is None:

@@ -66,7 +66,6 @@ def other_candidates(
     mentions: Sequence[Mention] = (),
     verbatim: bool = True,
     top_k: int = 0,
-    max_terms: int = 0,
 ) -> Candidates:
     """Every list but the vector one, over every part: the keyword list (unless `keyword` is
     False), the exact symbol matches, the verbatim identifiers (with the keyword side) and
@@ -84,9 +83,7 @@ def other_candidates(
         lists = [
             _global(
                 p,
-                keyword_candidates(
-                    conn, p.schema, query, p.filters, ranking, None, stats, top_k, max_terms
-                ),
+                keyword_candidates(conn, p.schema, query, p.filters, ranking, None, stats, top_k),
             )
             for p in parts
         ]
