@@ -15,7 +15,6 @@ import numpy as np
 from indexer.db import Conn, Schema
 from indexer.project import Project, Root
 from indexer.search import search_code
-from indexer.search.candidates import report_names
 from indexer.search.fusion import DEFAULT_RANKING, Ranking
 from indexer.search.reading import (
     MAX_MENTIONS,
@@ -253,35 +252,3 @@ def test_a_report_gets_every_hit_it_asks_for_when_that_many_files_hold_its_words
     hits = search_code(database, project, None, report, top_k=20, ranking=ranking)
     assert len(hits) == 20
     assert {h.path for h in hits[:2]} == {"lib/m0.rb", "lib/m1.rb"}
-
-
-def test_a_report_lifts_the_definitions_of_the_names_it_writes(
-    database: Any, project_name: str, work_dir: Path
-) -> None:
-    root = work_dir / "src"
-    project_with_report_words(root)
-    write(
-        root,
-        "lib/shop/receipts.rb",
-        "module Shop\n  class ReceiptPrinter\n    def self.print_all\n    end\n  end\nend\n",
-    )
-    report = (
-        "Printing fails after the zip action\n\n"
-        + "The zip action and the runner fail on the archive path. " * 12
-        + "\nIt ends in Shop::ReceiptPrinter.print_all, with no stack."
-    )
-    assert report_names(report, 16) == ["ReceiptPrinter", "print_all"]
-    assert report_names(report, 1) == ["ReceiptPrinter"]
-    project = model_free(database, project_name, root)
-    plain = search_code(database, project, None, report, top_k=10, ranking=LONG)
-    assert plain[0].path == "lib/shop/actions/zip.rb"
-    lifted = replace(LONG, long_defined_weight=0.5)
-    found = search_code(database, project, None, report, top_k=10, ranking=lifted)
-    assert found[0].path == "lib/shop/receipts.rb"
-    # A name defined in more files than the ranking allows lifts none of them.
-    write(root, "lib/shop/other.rb", "module Shop\n  class ReceiptPrinter\n  end\nend\n")
-    sweep_project(database, project, None, SweepOptions())
-    once = replace(lifted, long_defined_files=1, long_defined_names=1)
-    assert search_code(database, project, None, report, top_k=10, ranking=once)[0].path == (
-        "lib/shop/actions/zip.rb"
-    )

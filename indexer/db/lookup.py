@@ -162,22 +162,6 @@ def files_named(
     return [(r[0], r[1]) for r in rows]
 
 
-def defined_named(
-    conn: Conn, schema: Schema, names: Sequence[str], filters: Mapping[str, Any], limit: int
-) -> list[tuple[str, int, int, str]]:
-    """(name, chunk id, file id, path) of the definitions named exactly one of `names`."""
-    if not names:
-        return []
-    params = {
-        **filters,
-        "names": list(names),
-        "lowered": [n.lower() for n in names],
-        "limit": limit,
-    }
-    rows = conn.execute(schema.sql(queries.DEFINED_NAMED), params, prepare=False).fetchall()
-    return [(r[0], r[1], r[2], r[3]) for r in rows]
-
-
 def chunks_at_lines(
     conn: Conn, schema: Schema, places: Sequence[tuple[int, int | None]]
 ) -> list[tuple[int, int]]:

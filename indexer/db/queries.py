@@ -213,21 +213,6 @@ SELECT f.id, f.path
  LIMIT %(limit)s
 """
 )
-# The definitions named exactly one of `names` (through the lower(name) index), with their
-# chunks and files.
-DEFINED_NAMED = (
-    """
-SELECT s.name, s.chunk_id, s.file_id, f.path
-  FROM {schema}.rag_symbol s
-  JOIN {schema}.rag_file f ON f.id = s.file_id
- WHERE lower(s.name) = ANY(%(lowered)s) AND s.name = ANY(%(names)s) AND s.chunk_id IS NOT NULL
-"""
-    + _SEARCH_FILTERS
-    + """
- ORDER BY s.id
- LIMIT %(limit)s
-"""
-)
 # Per (file, line) asked for, in order: the file's chunk holding the line (the innermost, when
 # definitions nest), or its first chunk when no line is given or none holds it.
 CHUNK_AT_LINE = """

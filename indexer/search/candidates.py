@@ -56,9 +56,6 @@ QUESTION_OPENING_RE = re.compile(
 MIN_QUESTION_WORDS = 3
 # The files read to resolve the names a query mentions (`mentioned_chunks`).
 MAX_NAMED_FILES = 200
-# A report's code-shaped names (`report_names`): an inner capital, an underscore or a digit.
-REPORT_NAME_RE = re.compile(r"[a-z][A-Z]|_|\d")
-MIN_REPORT_NAME_CHARS = 4
 
 
 def vector_query(query: str) -> str:
@@ -136,37 +133,6 @@ def mentioned_chunks(
             places.setdefault(ids[path], (mention.line, path))
     found = lookup.chunks_at_lines(conn, schema, [(f, line) for f, (line, _) in places.items()])
     return [ChunkFile(chunk_id, file_id, places[file_id][1]) for chunk_id, file_id in found]
-
-
-def report_names(text: str, count: int) -> list[str]:
-    """The first `count` code-shaped names `text` writes, in order: each part of a dotted
-    name on its own, of at least MIN_REPORT_NAME_CHARS characters, with an inner capital, an
-    underscore or a digit (`PersonName3`, `parse_args`, `HandleSuperBuilder`)."""
-    found: dict[str, None] = {}
-    for match in IDENTIFIER_RE.finditer(text):
-        for part in re.split(r"\.|::", match.group(0)):
-            if len(part) >= MIN_REPORT_NAME_CHARS and REPORT_NAME_RE.search(part):
-                found.setdefault(part, None)
-    return list(found)[:count]
-
-
-def defined_chunks(
-    conn: Conn, schema: Schema, names: Sequence[str], filters: Mapping[str, Any], files: int
-) -> list[ChunkFile]:
-    """The chunks defining `names`, for a name defined in at most `files` files."""
-    by_name: dict[str, list[tuple[int, int, str]]] = {}
-    for name, chunk_id, file_id, path in lookup.defined_named(
-        conn, schema, names, filters, MAX_NAMED_FILES
-    ):
-        by_name.setdefault(name, []).append((chunk_id, file_id, path))
-    out: dict[int, ChunkFile] = {}
-    for name in names:
-        rows = by_name.get(name, [])
-        if len({file_id for _, file_id, _ in rows}) > files:
-            continue
-        for chunk_id, file_id, path in rows:
-            out.setdefault(chunk_id, ChunkFile(chunk_id, file_id, path))
-    return list(out.values())
 
 
 def vector_param(vector: Sequence[float]) -> Any:

@@ -114,12 +114,6 @@ class Ranking:
     # Added to the fused score of the chunk at each file a long query names (a frame, a
     # path), before demotion: the lift of being named. 0: names are not looked up.
     mention_weight: float = 0.5
-    # Added, as `mention_weight` is, to the chunks defining the code-shaped names a long query
-    # writes (`candidates.report_names`: its first `long_defined_names`), for a name defined
-    # in at most `long_defined_files` files. 0: not looked up.
-    long_defined_weight: float = 0.0
-    long_defined_files: int = 2
-    long_defined_names: int = 16
     # Whether this ranking runs the keyword side alone, with no vector side (`alone()`).
     keyword_alone: bool = False
 
@@ -167,8 +161,6 @@ class Candidates:
     files: dict[int, ChunkFile] = field(default_factory=dict)
     # The chunks at the files a long query names, in the order it names them (`reading.py`).
     mentioned: list[int] = field(default_factory=list)
-    # The chunks defining the code-shaped names a long query writes.
-    defined: list[int] = field(default_factory=list)
 
 
 def scored(ranked: Sequence[Ranked]) -> tuple[list[int], list[float]]:
@@ -197,8 +189,6 @@ def fuse(
     scores = _score_fusion(candidates, ranking)
     for chunk_id in candidates.mentioned:
         scores[chunk_id] = scores.get(chunk_id, 0.0) + ranking.mention_weight
-    for chunk_id in candidates.defined:
-        scores[chunk_id] = scores.get(chunk_id, 0.0) + ranking.long_defined_weight
     if demoted:
         for chunk_id in demoted:
             if chunk_id in scores:
@@ -253,13 +243,10 @@ def _fuse_files(
         if file_id in files:
             heads.setdefault(file_id, chunk_id)
     named = {file_of.get(chunk_id) for chunk_id in candidates.mentioned}
-    defining = {file_of.get(chunk_id) for chunk_id in candidates.defined}
     for file_id, head in heads.items():
         whole = sum(share * best.get(file_id, 0.0) for share, best in sides)
         if file_id in named:
             whole += ranking.mention_weight
-        if file_id in defining:
-            whole += ranking.long_defined_weight
         if head in demoted:
             whole *= ranking.demote
         scores[head] += ranking.file_fusion * (whole - scores[head])

@@ -26,12 +26,7 @@ from indexer.db import ChunkFile, Conn, Database, Schema, store
 from indexer.embed import Embedder, EmbeddingModel, ensure_same_model
 from indexer.errors import InvalidArgument
 from indexer.project import Project
-from indexer.search.candidates import (
-    DEFAULT_EF_SEARCH,
-    SYMBOL_QUERY_RE,
-    report_names,
-    vector_query,
-)
+from indexer.search.candidates import DEFAULT_EF_SEARCH, SYMBOL_QUERY_RE, vector_query
 from indexer.search.chunks import located
 from indexer.search.filters import Filters
 from indexer.search.fusion import (
@@ -290,14 +285,7 @@ class _Lists:
             self.reading.mentions,
             self.reading.verbatim,
             self.top_k,
-            self.defined_names(),
         )
-
-    def defined_names(self) -> list[str]:
-        """The code-shaped names a report writes, to look up where they are defined."""
-        if not (self.reading.long and self.ranking.long_defined_weight > 0):
-            return []
-        return report_names(self.reading.text, self.ranking.long_defined_names)
 
     def check_model(self, conn: Conn, model: EmbeddingModel) -> None:
         """Refuse a query vector of another model than each index's."""
@@ -337,7 +325,6 @@ class _Lists:
             *candidates.exact,
             *candidates.verbatim,
             *candidates.mentioned,
-            *candidates.defined,
         }
         files = {cid: candidates.files[cid] for cid in ids if cid in candidates.files}
         files |= chunk_files(conn, self.parts, sorted(ids - files.keys()))

@@ -19,7 +19,6 @@ from indexer.db import ChunkFile, Conn, DefinitionPiece, Ranked, Schema, StoredC
 from indexer.search.candidates import (
     MAX_VERBATIM_CHUNKS,
     SYMBOL_QUERY_RE,
-    defined_chunks,
     exact_symbol,
     mentioned_chunks,
     nearest,
@@ -67,7 +66,6 @@ def other_candidates(
     mentions: Sequence[Mention] = (),
     verbatim: bool = True,
     top_k: int = 0,
-    defined: Sequence[str] = (),
 ) -> Candidates:
     """Every list but the vector one, over every part: the keyword list (unless `keyword` is
     False), the exact symbol matches, the verbatim identifiers (with the keyword side) and
@@ -104,17 +102,8 @@ def other_candidates(
                 ChunkFile(global_id(p.index, c.chunk_id), global_id(p.index, c.file_id), c.path)
                 for c in mentioned_chunks(conn, p.schema, mentions, p.filters)
             )
-    defining: list[ChunkFile] = []
-    if defined:
-        for p in parts:
-            defining.extend(
-                ChunkFile(global_id(p.index, c.chunk_id), global_id(p.index, c.file_id), c.path)
-                for c in defined_chunks(
-                    conn, p.schema, defined, p.filters, ranking.long_defined_files
-                )
-            )
     keyword_ids, keyword_scores = scored(found)
-    files = files_of(found) | {c.chunk_id: c for c in named} | {c.chunk_id: c for c in defining}
+    files = files_of(found) | {c.chunk_id: c for c in named}
     return Candidates(
         [],
         keyword_ids,
@@ -123,7 +112,6 @@ def other_candidates(
         keyword_scores=keyword_scores,
         files=files,
         mentioned=[c.chunk_id for c in named],
-        defined=[c.chunk_id for c in defining],
     )
 
 
