@@ -114,6 +114,13 @@ class Ranking:
     # Added to the fused score of the chunk at each file a long query names (a frame, a
     # path), before demotion: the lift of being named. 0: names are not looked up.
     mention_weight: float = 0.5
+    # What a long query's files earn beyond their best chunk (`evidence.py`): the file's summed
+    # fused score over the best file's, times `long_file_sum`, and the share of its stem's
+    # and its folder's words the report's title names, times `long_title_path` and
+    # `long_title_folder`. 0: off.
+    long_file_sum: float = 0.0
+    long_title_path: float = 0.0
+    long_title_folder: float = 0.0
     # Whether this ranking runs the keyword side alone, with no vector side (`alone()`).
     keyword_alone: bool = False
 

@@ -28,6 +28,7 @@ from indexer.errors import InvalidArgument
 from indexer.project import Project
 from indexer.search.candidates import DEFAULT_EF_SEARCH, SYMBOL_QUERY_RE, vector_query
 from indexer.search.chunks import located
+from indexer.search.evidence import add_report_evidence
 from indexer.search.filters import Filters
 from indexer.search.fusion import (
     DEFAULT_RANKING,
@@ -337,6 +338,10 @@ class _Lists:
             # Files ranked by their own fused scores; the ranges a search by chunk would show
             # (`shown`, folded into their files as `also`) stay those of the chunks' scores.
             scores = fuse(candidates, self.ranking, demoted, file_of, top_k)
+            ranked = [cid for cid in ordered(scores, scores) if cid in file_of]
+        if self.reading.long:
+            paths = {cid: f.path for cid, f in files.items()}
+            add_report_evidence(scores, file_of, paths, self.reading.asking, self.ranking)
             ranked = [cid for cid in ordered(scores, scores) if cid in file_of]
         heads = [group[0] for group in by_file(ranked, file_of, top_k)]
         details, pieces = shaping_rows_over(conn, self.parts, list(dict.fromkeys(window + heads)))
