@@ -5,14 +5,16 @@ several of the chunks a report's words meet, and is often named by its title's w
 utility `cp` of "completion broken for `cp`" lives in `cp/src/cp.rs`). So, for a long query
 only, after fusion each candidate file's best chunk gains:
 - `Ranking.long_file_sum` x the file's summed fused score over the best file's sum;
-- `Ranking.long_title_path` x the share of the file stem's words the report's title names;
-- `Ranking.long_title_folder` x the share of its folder's words the title names.
+- `Ranking.long_title_path` x the share of the file stem's words the report's title names
+  (a stem's role words aside: `zip_spec.rb` is named `zip`).
+A file that counts for less for this query (`Ranking.demote`: data, markup, tests not asked
+for) earns less by as much.
 """
 
 from __future__ import annotations
 
 import functools
-from collections.abc import Hashable, Mapping
+from collections.abc import Collection, Hashable, Mapping
 from pathlib import PurePosixPath
 
 from indexer import lexical
@@ -21,6 +23,9 @@ from indexer.search.fusion import Ranking
 # Stems that say nothing about what a file holds (its folder does).
 _NAMELESS_TEXT = "index init __init__ mod main lib core common util utils base impl types module"
 NAMELESS = frozenset(_NAMELESS_TEXT.split())
+# Words of a stem that say what role its file plays, not what it is about.
+_ROLE_TEXT = "test tests spec specs testing mock mocks fixture fixtures bench"
+ROLE_WORDS = frozenset(_ROLE_TEXT.split())
 
 
 def title_words(title: str) -> frozenset[str]:
@@ -31,20 +36,14 @@ def title_words(title: str) -> frozenset[str]:
 
 @functools.lru_cache(maxsize=1 << 14)
 def stem_words(path: str) -> tuple[str, ...]:
-    """The words of a path's file stem (`src/http/RouterGroup.go`: router, group); none for a
-    stem that says nothing of what its file holds (`mod.rs`, `index.ts`)."""
+    """The words of a path's file stem (`src/http/RouterGroup.go`: router, group), its role
+    words aside (`zip_spec.rb`: zip); none for a stem that says nothing of what its file
+    holds (`mod.rs`, `index.ts`)."""
     stem = PurePosixPath(path).name.split(".", 1)[0]
     if stem.lower() in NAMELESS:
         return ()
     words = lexical.split_identifier(stem)
-    return tuple(w for w in words if w.isalpha())
-
-
-@functools.lru_cache(maxsize=1 << 14)
-def folder_words(path: str) -> tuple[str, ...]:
-    """The words of the folder a path's file is in (`src/uu/cp/src/cp.rs`: src)."""
-    folder = PurePosixPath(path).parent.name
-    return tuple(w for w in lexical.split_identifier(folder) if w.isalpha())
+    return tuple(w for w in words if w.isalpha() and w not in ROLE_WORDS)
 
 
 def _share(words: tuple[str, ...], named: frozenset[str]) -> float:
@@ -59,13 +58,13 @@ def add_report_evidence(
     paths: Mapping[int, str],
     title: str,
     ranking: Ranking,
+    demoted: Collection[int] = (),
 ) -> None:
     """Add to each file's best chunk in `scores` what its other chunks and its name say
     (the module's docstring); `file_of` maps a chunk to its file, `paths` a chunk to its
-    file's path, `title` is the report's first line."""
-    if not scores or not (
-        ranking.long_file_sum or ranking.long_title_path or ranking.long_title_folder
-    ):
+    file's path, `title` is the report's first line; a file whose best chunk is `demoted`
+    earns `ranking.demote` of its gain."""
+    if not scores or not (ranking.long_file_sum or ranking.long_title_path):
         return
     heads: dict[Hashable, int] = {}
     sums: dict[Hashable, float] = {}
@@ -82,5 +81,4 @@ def add_report_evidence(
         path = paths.get(head)
         if path is not None and named:
             gain += ranking.long_title_path * _share(stem_words(path), named)
-            gain += ranking.long_title_folder * _share(folder_words(path), named)
-        scores[head] += gain
+        scores[head] += gain * ranking.demote if head in demoted else gain

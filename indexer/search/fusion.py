@@ -116,11 +116,10 @@ class Ranking:
     mention_weight: float = 0.5
     # What a long query's files earn beyond their best chunk (`evidence.py`): the file's summed
     # fused score over the best file's, times `long_file_sum`, and the share of its stem's
-    # and its folder's words the report's title names, times `long_title_path` and
-    # `long_title_folder`. 0: off.
-    long_file_sum: float = 0.0
-    long_title_path: float = 0.0
-    long_title_folder: float = 0.0
+    # words the report's title names, times `long_title_path`. Chosen on the long-question
+    # eval's tuning split, held on its test, unseen and fresh sets (docs/lab-log.md). 0: off.
+    long_file_sum: float = 0.2
+    long_title_path: float = 0.3
     # Whether this ranking runs the keyword side alone, with no vector side (`alone()`).
     keyword_alone: bool = False
 

@@ -341,7 +341,8 @@ class _Lists:
             ranked = [cid for cid in ordered(scores, scores) if cid in file_of]
         if self.reading.long:
             paths = {cid: f.path for cid, f in files.items()}
-            add_report_evidence(scores, file_of, paths, self.reading.asking, self.ranking)
+            title = self.reading.asking
+            add_report_evidence(scores, file_of, paths, title, self.ranking, demoted)
             ranked = [cid for cid in ordered(scores, scores) if cid in file_of]
         heads = [group[0] for group in by_file(ranked, file_of, top_k)]
         details, pieces = shaping_rows_over(conn, self.parts, list(dict.fromkeys(window + heads)))

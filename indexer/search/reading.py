@@ -21,6 +21,8 @@ a failing test's output, a log excerpt) is read as an engineer reads it:
 - The vector side embeds the report's first `Ranking.long_vector_chars` characters (600: its
   title and opening, one run of the model where the whole report takes two or three), and
   weighs `Ranking.long_vector_share` of the fused scores (0.3, where a short query's is 0.55).
+- A report is answered by files: each file earns what its other chunks score and what its
+  name shares with the title (`evidence.py`).
 
 Pure functions: no connection.
 """
