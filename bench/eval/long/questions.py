@@ -301,7 +301,7 @@ def validate(
                 problems.append(f"{where}: function {path}::{name} is not in a target")
     problems += _fresh(questions) if fresh else _splits(questions)
     if mirrors is not None:
-        problems += _against_mirrors(questions, mirrors)
+        problems += against_mirrors(questions, mirrors)
     return problems
 
 
@@ -350,7 +350,9 @@ def warnings(questions: Sequence[Question], splits: Sequence[str] = SPLITS) -> l
     return out
 
 
-def _against_mirrors(questions: Sequence[Question], mirrors: Path) -> list[str]:
+def against_mirrors(questions: Sequence[Question], mirrors: Path) -> list[str]:
+    """The problems of `questions` against their repositories' mirrors in `mirrors`: a
+    repository with no mirror, a base commit not in it, a target not a file at the base."""
     from bench.eval.long.trees import Mirror, MirrorMissing
 
     problems: list[str] = []

@@ -124,12 +124,13 @@ def run(
 ) -> dict[str, list[LongScore]]:
     fresh = split == qmod.FRESH_SPLIT  # fresh.jsonl, the held-out set measured once
     questions, problems = qmod.load(qmod.FRESH if fresh else qmod.DATA)
-    problems += qmod.validate(questions, mirrors, fresh)
-    if problems:
-        raise SystemExit(f"questions: {len(problems)} problem(s):\n  " + "\n  ".join(problems))
+    problems += qmod.validate(questions, None, fresh)  # every row by the rules, offline
     chosen = [q for q in questions if q.split == split and (not repos or q.repo in repos)]
     if limit:
         chosen = chosen[:limit]
+    problems += qmod.against_mirrors(chosen, mirrors)  # the mirrors of the questions asked
+    if problems:
+        raise SystemExit(f"questions: {len(problems)} problem(s):\n  " + "\n  ".join(problems))
     semble_python = None
     if semble:
         from bench.eval.files.semble_row import semble_python as make_semble
