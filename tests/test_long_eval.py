@@ -9,6 +9,9 @@ Offline: the committed file and the rules only; the repositories' mirrors are no
 from __future__ import annotations
 
 from dataclasses import replace
+from pathlib import Path
+
+import pytest
 
 from bench.eval.long import questions as qmod
 from bench.eval.long.questions import Question
@@ -91,3 +94,24 @@ def test_the_fresh_set_passes_its_offline_checks_and_shares_nothing_with_the_res
     # A row of questions.jsonl, or one of another split, is refused by the fresh rules.
     assert qmod.validate([*fresh, used[0]], fresh=True)
     assert qmod.validate([replace(fresh[0], split="test"), *fresh[1:]], fresh=True)
+
+
+def test_a_stopped_run_keeps_its_answers_and_goes_on_only_from_its_own(tmp_path: Path) -> None:
+    from bench.eval.long import run
+
+    path = tmp_path / "answers.json"
+    rows = ["code-rag hybrid", "plain BM25, whole files"]
+    assert run.load_progress(path, "test", "hybrid", rows) == ({}, {}, [])
+    answers = {"a__b-1": {rows[0]: ["x.py", "y.py"], rows[1]: ["y.py"]}}
+    commits = [{"repo": "a/b", "commit": "0" * 40}]
+    run.save_progress(path, "test", "hybrid", rows, answers, {"a__b-1": ["z.py"]}, commits)
+    assert run.load_progress(path, "test", "hybrid", rows) == (
+        answers,
+        {"a__b-1": ["z.py"]},
+        commits,
+    )
+    with pytest.raises(SystemExit, match="another run"):
+        run.load_progress(path, "test", "none", rows)
+    with pytest.raises(SystemExit, match="another run"):
+        run.load_progress(path, "test", "hybrid", rows[:1])
+    run.save_progress(None, "test", "hybrid", rows, answers, {}, commits)  # no file: nothing kept

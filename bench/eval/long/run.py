@@ -26,6 +26,10 @@ per language, with a paired bootstrap against BM25.
 `--split fresh` asks fresh.jsonl's questions (the held-out set from other sources, measured
 once and never tuned on; README.md, "A fresh set") instead of questions.jsonl's.
 
+`--resume FILE` keeps the answers in FILE as each commit is done, and a run given a FILE of the
+same split, mode and rows asks only the commits whose questions it lacks: a run stopped (a
+session's end, a kill) goes on where it stopped, its vectors already in the cache.
+
 `--try NAME:key=value,...` (again for more) adds a row of the product with those fields of its
 `Ranking` changed (`bench/eval/run.py`'s `ranking_of`), asked on the same index right after the
 default: levers compared on one sweep, each paired against the product's row.
@@ -121,6 +125,7 @@ def run(
     cache: Path = CACHE,
     log: Callable[[str], None] = print,
     tries: Sequence[tuple[str, Ranking]] = (),
+    resume: Path | None = None,
 ) -> dict[str, list[LongScore]]:
     fresh = split == qmod.FRESH_SPLIT  # fresh.jsonl, the held-out set measured once
     questions, problems = qmod.load(qmod.FRESH if fresh else qmod.DATA)
@@ -142,12 +147,14 @@ def run(
     systems = [product, *(v for v, _ in variants), BM25, *([SEMBLE] if semble else [])]
     db = open_database(prepare_dirs(cache))
     started = time.perf_counter()
-    answers: dict[str, dict[str, list[str]]] = {}
-    commits: list[dict[str, Any]] = []
-    absent: list[str] = []
+    # Per question: each row's files, and the targets not in the index.
+    answers, missing, commits = load_progress(resume, split, mode, systems)
     try:
         current, plain = "", FileBM25()
         for n, (repo, commit, asked) in enumerate(by_commit(chosen), 1):
+            if all(q.qid in answers for q in asked):
+                print(f"  [{n}] {repo} {commit[:10]}: answered in {resume}", file=sys.stderr)
+                continue
             if repo != current:
                 current, plain = repo, FileBM25()
             t0 = time.perf_counter()
@@ -172,7 +179,7 @@ def run(
                     answers[q.qid][variant] = [h.path for h in tried]
                 if semble_python:
                     answers[q.qid][SEMBLE] = semble_files[q.qid]
-                absent += [f"{q.qid}: {t}" for t in q.targets if t not in files]
+                missing[q.qid] = [t for t in q.targets if t not in files]
             commits.append(
                 {
                     "repo": repo, "commit": commit, "files": len(files), "chunks": chunks,
@@ -181,6 +188,7 @@ def run(
                     "chunks_embedded": report.chunks_embedded, "seconds": round(swept, 1),
                 }
             )  # fmt: skip
+            save_progress(resume, split, mode, systems, answers, missing, commits)
             print(
                 f"  [{n}] {repo} {commit[:10]}: {len(files)} files, {chunks} chunks, "
                 f"{tree.written} written, {report.files_failed} failed, swept in {swept:.0f} s",
@@ -196,6 +204,7 @@ def run(
         f"query the issue's first {QUERY_CHARS} characters, top_k {K}, one hit per file; "
         f"{time.perf_counter() - started:.0f} s"
     )
+    absent = [f"{q.qid}: {t}" for q in chosen for t in missing.get(q.qid, [])]
     if absent:
         log(f"\n{len(absent)} target file(s) are not in the index: " + ", ".join(absent))
     log("\n" + summary_table(scores))
@@ -293,6 +302,44 @@ def write_json(
     path.write_text(json.dumps(out, indent=1, ensure_ascii=False) + "\n")
 
 
+Answers = dict[str, dict[str, list[str]]]  # per question, each row's files
+
+
+def load_progress(
+    path: Path | None, split: str, mode: str, systems: Sequence[str]
+) -> tuple[Answers, dict[str, list[str]], list[dict[str, Any]]]:
+    """The answers, missing targets and commits a run stopped with (`--resume`), or none."""
+    if path is None or not path.exists():
+        return {}, {}, []
+    data = json.loads(path.read_text())
+    if (data["split"], data["mode"], data["systems"]) != (split, mode, list(systems)):
+        raise SystemExit(
+            f"{path}: the answers of another run (its split, mode or rows differ): "
+            "remove it or name another file"
+        )
+    return data["answers"], data["missing"], data["commits"]
+
+
+def save_progress(
+    path: Path | None,
+    split: str,
+    mode: str,
+    systems: Sequence[str],
+    answers: Answers,
+    missing: dict[str, list[str]],
+    commits: list[dict[str, Any]],
+) -> None:
+    """Keep the answers so far in `path` (written whole, then moved into place)."""
+    if path is None:
+        return
+    data: dict[str, Any] = {"split": split, "mode": mode, "systems": list(systems)}
+    data |= {"answers": answers, "missing": missing, "commits": commits}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    part = path.with_name(path.name + ".part")
+    part.write_text(json.dumps(data, ensure_ascii=False) + "\n")
+    part.replace(path)
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--split", choices=(*qmod.SPLITS, qmod.FRESH_SPLIT), default="test")
@@ -303,6 +350,13 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--limit", type=int, default=0, help="the first N questions only")
     ap.add_argument("--mirrors", type=Path, default=MIRRORS, help="the repositories' mirrors")
     ap.add_argument("--cache", type=Path, default=CACHE, help="trees, database, work files")
+    ap.add_argument(
+        "--resume",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="keep the answers here as each commit is done; go on from them if present",
+    )
     ap.add_argument(
         "--try",
         dest="tries",
@@ -319,7 +373,7 @@ def main(argv: list[str] | None = None) -> None:
     ]
     run(
         args.split, args.mode, args.json, args.semble, args.repo, args.limit, args.mirrors,
-        args.cache, tries=tries,
+        args.cache, tries=tries, resume=args.resume,
     )  # fmt: skip
 
 
